@@ -1,0 +1,3 @@
+from toolguard.cli import main
+
+main()

@@ -1,0 +1,3 @@
+"""Placeholder: being built."""
+
+__all__: list[str] = []

@@ -1,0 +1,113 @@
+"""Normalise tool schemas once, at the edge.
+
+Tool schemas in the wild use BFCL-style type names (``dict``, ``float``, ``tuple``, ``any``...) and several
+JSON Schema drafts. ``normalize_schema`` maps the type names to JSON Schema and returns a new dict; it never
+mutates its input. Draft detection reads ``$schema`` only (no network, no guessing from keywords).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from .._exceptions import SchemaError
+
+__all__ = ["Draft", "detect_draft", "normalize_schema"]
+
+Draft = Literal["draft4", "draft6", "draft7", "draft2019-09", "draft2020-12"]
+
+_DRAFT_URIS: dict[str, Draft] = {
+    "json-schema.org/draft-04/schema": "draft4",
+    "json-schema.org/draft-06/schema": "draft6",
+    "json-schema.org/draft-07/schema": "draft7",
+    "json-schema.org/draft/2019-09/schema": "draft2019-09",
+    "json-schema.org/draft/2020-12/schema": "draft2020-12",
+}
+
+# BFCL and other tool-calling datasets use language type names. "any" means no type constraint.
+_TYPE_NAMES: dict[str, str | None] = {
+    "dict": "object",
+    "float": "number",
+    "double": "number",
+    "int": "integer",
+    "long": "integer",
+    "str": "string",
+    "bool": "boolean",
+    "list": "array",
+    "tuple": "array",
+    "arraylist": "array",
+    "hashmap": "object",
+    "char": "string",
+    "byte": "integer",
+    "short": "integer",
+    "none": "null",
+    "any": None,
+}
+_JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+
+# Keywords whose value is a schema / a map of schemas / a list of schemas.
+_SUBSCHEMA = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",
+              "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+
+def detect_draft(schema: Any, default: Draft = "draft2020-12") -> Draft:
+    """The draft named by ``$schema`` (``default`` when absent or unknown)."""
+    if isinstance(schema, Mapping):
+        uri = schema.get("$schema")
+        if isinstance(uri, str):
+            for key, draft in _DRAFT_URIS.items():
+                if key in uri:
+                    return draft
+    return default
+
+
+def normalize_schema(schema: Any, *, tool: str | None = None) -> Any:
+    """Return a copy of ``schema`` with BFCL-style type names mapped to JSON Schema.
+
+    Raises ``SchemaError`` (naming ``tool``) for a schema that is not an object or boolean, or for an unknown
+    type name.
+    """
+    if not isinstance(schema, (Mapping, bool)):
+        raise SchemaError(f"a schema must be an object or a boolean, not {type(schema).__name__}", tool=tool)
+    return _normalize(schema, "", tool)
+
+
+def _map_type(value: Any, path: str, tool: str | None) -> Any:
+    if isinstance(value, str):
+        if value in _JSON_TYPES:
+            return value
+        lowered = value.lower()
+        if lowered in _TYPE_NAMES:
+            return _TYPE_NAMES[lowered]
+        raise SchemaError(f"unknown type name {value!r}", path=path, tool=tool)
+    if isinstance(value, list):
+        mapped = [_map_type(v, path, tool) for v in value]
+        if any(m is None for m in mapped):
+            return None
+        return list(dict.fromkeys(mapped))
+    raise SchemaError(f"'type' must be a string or a list of strings, not {value!r}", path=path, tool=tool)
+
+
+def _normalize(schema: Any, path: str, tool: str | None) -> Any:
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        sub = f"{path}/{key}"
+        if key == "type":
+            mapped = _map_type(value, sub, tool)
+            if mapped is not None:
+                out[key] = mapped
+        elif key in _SUBSCHEMA and isinstance(value, Mapping):
+            out[key] = _normalize(value, sub, tool)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: _normalize(v, f"{sub}/{k}", tool) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_normalize(v, f"{sub}/{i}", tool) for i, v in enumerate(value)]
+        elif key == "items" and isinstance(value, list):
+            out[key] = [_normalize(v, f"{sub}/{i}", tool) for i, v in enumerate(value)]
+        else:
+            out[key] = value
+    return out
