@@ -1,3 +1,637 @@
-"""Placeholder: being built."""
+"""``Guard``: the sans-IO core every front door shares (local decoding, the SDK wrapper, the proxy).
 
-__all__: list[str] = []
+Theory of operation
+-------------------
+One ``Guard`` watches one generation. The front door translates what it reads into event values
+(``ContentDelta``, ``ToolCallDelta``, ``TokenDelta``, ``Finish``; see ``toolguard._events``) and calls
+``guard.feed(event)``; each call returns a ``GuardVerdict`` saying whether the generation may go on. The
+Guard does no I/O, reads no clock, starts no thread and imports no asyncio: the front door turns verdicts
+into actions (``local/`` masks logits and stops, ``sdk/`` closes the upstream stream and re-asks,
+``proxy/`` ends the SSE stream). The checks, each living only here:
+
+- **Arguments** (``"rejected"``): a ``StreamValidator`` per tool call, built from the schema of the tool
+  the call names, rejects at the first character no completion can save. At the end every call must be a
+  complete document (``Finish`` closes the validators).
+- **Names** (``"unknown_tool"``): a name no tool has (or one ``tool_choice`` forbids) is a violation as
+  soon as it cannot be the prefix of an allowed name, i.e. at once for whole names as OpenAI streams them.
+- **Runaways** (``"runaway"``): a ``RunawayDetector`` over the content, one over each call's arguments,
+  and one over raw tokens (``TokenDelta``).
+- **Termination**: text after a tool call is ``"fabricated"`` (cut, the calls stay usable); a call still
+  open when the generation stops for ``"length"`` is ``"truncated"`` (never a tool call); a call written
+  into the content (``<tool_call>{...``, ``[TOOL_CALLS]``, a bare ``{"name": "known_tool", ...`` object)
+  is ``"call_in_content"``; with ``tool_choice`` ``"required"`` or a named tool, ending without a call is
+  ``"missing_call"``.
+
+Verdicts are data, never exceptions. The first failing verdict is sticky: every later ``feed`` returns it
+unchanged and does no work. ``"fabricated"`` is sticky too but *usable*: the calls made before the text
+stand. ``Finish`` or ``close()`` returns the final verdict (``done=True``); feeding after either raises
+``UsageError`` (as h11 raises on data after EOF). ``close()`` is idempotent.
+
+Cost: O(1) amortised work per character beyond what the validator and detectors do (fragments are appended
+to lists, never re-joined or re-parsed while streaming); the marker scan looks at each content delta plus a
+fixed tail. Caps (number of calls, argument size) are named in ``GuardLimits``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ._content_calls import ContentCallScan
+from ._events import ContentDelta, Finish, GuardEvent, TokenDelta, ToolCallDelta, message_events
+from ._events import __all__ as _events_all
+from ._exceptions import UsageError
+from ._runaway import FINISH_REASON_REPETITION, RunawayConfig, RunawayDetector
+from ._tools import ToolCall, ToolSet
+from ._verdict import (
+    DEFAULT_LIMITS,
+    DONE_OK,
+    OK,
+    GuardLimits,
+    GuardVerdict,
+    VerdictKind,
+    replace_done,
+    runaway_message,
+)
+
+_DEFAULT_RUNAWAY_CONFIG = RunawayConfig()  # shared: building a config per detector costs a validation pass
+
+
+def _default_detector() -> RunawayDetector:
+    return RunawayDetector(config=_DEFAULT_RUNAWAY_CONFIG)
+
+
+# The policy and the flow's records are public too; they are imported at the end (they import this module).
+__all__ = [
+    *_events_all,
+    "AttemptRecord",
+    "FlowEvent",
+    "Guard",
+    "GuardLimits",
+    "GuardVerdict",
+    "Policy",
+    "StreamMode",
+    "VerdictKind",
+]
+
+
+class _Call:
+    """Bookkeeping for one tool call (internal)."""
+
+    __slots__ = (
+        "complete",
+        "detector",
+        "fragments",
+        "id",
+        "index",
+        "length",
+        "name",
+        "resolved",
+        "tool",
+        "validator",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.name = ""
+        self.fragments: list[str] = []
+        self.length = 0
+        self.resolved = False  # the name was checked against the tool set
+        self.complete = False  # the validator saw a whole JSON document
+        self.tool: Any = None
+        self.validator: Any = None
+        self.detector: Any = None
+
+
+class Guard:
+    """One generation's guard. See the module docstring for the rules.
+
+    ``tools``: the tools the request offered (a ``ToolSet`` or OpenAI ``tools`` JSON); ``None`` or empty means
+    any tool call is an unknown tool. ``tool_choice``: the request's (``"auto"``, ``"none"``, ``"required"``,
+    a name or ``{"type": "function", "function": {"name": ...}}``). ``detector``: a factory for
+    ``RunawayDetector`` (defaults to ``RunawayDetector()``); ``limits``: the caps. ``format`` (``"hermes"``,
+    ``"llama3"``, ``"mistral"``, ``"openai"``, ``"auto"``...): the wire format of raw model text fed as
+    ``TokenDelta``; its calls are parsed (``toolguard.formats.StreamingParser``) and checked like
+    ``ToolCallDelta`` ones. Without ``format``, ``TokenDelta`` text is content.
+
+    Raises ``UsageError`` when fed after ``Finish`` or ``close()``, or with something that is not an event.
+    """
+
+    __slots__ = (
+        "_allowed",
+        "_calls",
+        "_content",
+        "_content_detector",
+        "_content_len",
+        "_detector_factory",
+        "_fabricated",
+        "_finish_reason",
+        "_limits",
+        "_order",
+        "_parsed_calls",
+        "_parser",
+        "_required",
+        "_scan",
+        "_token_detector",
+        "_tools",
+        "_validator_factory",
+        "_verdict",
+        "closed",
+    )
+
+    def __init__(
+        self,
+        tools: ToolSet | Iterable[Mapping[str, Any]] | None = None,
+        *,
+        tool_choice: Any = None,
+        detector: Callable[[], RunawayDetector] | None = None,
+        limits: GuardLimits = DEFAULT_LIMITS,
+        format: str | None = None,
+    ) -> None:
+        from ._stream import StreamValidator
+
+        if tools is None:
+            toolset = ToolSet()
+        elif isinstance(tools, ToolSet):
+            toolset = tools
+        else:
+            toolset = ToolSet.from_openai(tools)
+        self._tools = toolset
+        self._allowed, self._required = _allowed_names(toolset, tool_choice)
+        self._detector_factory: Callable[[], Any] = detector or _default_detector
+        self._validator_factory: Callable[[Any], Any] = StreamValidator
+        self._limits = limits
+        self._calls: dict[int, _Call] = {}
+        self._order: list[_Call] = []
+        self._content: list[str] = []
+        self._content_len = 0
+        self._content_detector: Any = None
+        self._token_detector: Any = None
+        self._fabricated: list[str] = []
+        self._scan = ContentCallScan(self._tools)
+        self._finish_reason: str | None = None
+        self._verdict: GuardVerdict = OK
+        self._parser: Any = None
+        self._parsed_calls = 0
+        if format is not None:
+            from .formats import StreamingParser
+
+            self._parser = StreamingParser(format)  # type: ignore[arg-type]
+        self.closed = False
+
+    # -------------------------------------------------------------------------------------------- inspection
+    @property
+    def verdict(self) -> GuardVerdict:
+        """The current verdict (the final one once ``Finish`` was fed or ``close()`` called)."""
+        return self._verdict
+
+    @property
+    def tools(self) -> ToolSet:
+        return self._tools
+
+    @property
+    def content(self) -> str:
+        """The content accepted so far (fabricated text excluded)."""
+        return "".join(self._content)
+
+    @property
+    def fabricated(self) -> str:
+        """Text cut after the tool calls (empty when none)."""
+        return "".join(self._fabricated)
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._finish_reason
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The calls seen so far, in order of their index, with the argument text received (maybe partial)."""
+        return [
+            ToolCall(c.name, "".join(c.fragments), c.id) for c in sorted(self._order, key=lambda c: c.index)
+        ]
+
+    def content_undecided(self) -> bool:
+        """Whether the content so far may still turn out to be a call written into it (a bare JSON call
+        being read at the start, or a marker's first characters at the end). Front doors that hold back
+        what a retry would have to take back hold content while this is true. O(1)."""
+        if self._order or self._verdict.kind != "ok":
+            return False
+        return self._scan.undecided()
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message as received (OpenAI shape): content and tool calls, fabricated text cut."""
+        content = self.content
+        out: dict[str, Any] = {"role": "assistant", "content": content or None}
+        calls = self.tool_calls
+        if calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for i, c in enumerate(calls)
+            ]
+        return out
+
+    # ------------------------------------------------------------------------------------------------ feeding
+    def feed(self, event: GuardEvent) -> GuardVerdict:
+        """Consume one event; return the verdict on the generation so far (see the module docstring)."""
+        if self.closed or self._finish_reason is not None:
+            raise UsageError(
+                "this Guard already finished (Finish or close()); start a new Guard per generation"
+            )
+        verdict = self._verdict
+        kind = type(event)
+        if verdict.kind != "ok":
+            return self._on_finish(event.reason) if kind is Finish else verdict  # type: ignore[union-attr]
+        if kind is ToolCallDelta:
+            return self._on_call(event)  # type: ignore[arg-type]
+        if kind is ContentDelta:
+            return self._on_content(event.text)  # type: ignore[union-attr]
+        if kind is TokenDelta:
+            return self._on_token(event)  # type: ignore[arg-type]
+        if kind is Finish:
+            return self._on_finish(event.reason)  # type: ignore[union-attr]
+        raise UsageError(
+            f"Guard.feed takes a ContentDelta, ToolCallDelta, TokenDelta or Finish, not {kind.__name__}"
+        )
+
+    def feed_message(self, message: Mapping[str, Any] | Any, finish_reason: str | None) -> GuardVerdict:
+        """Feed a whole (non-streamed) assistant message, a dict or an SDK object, then ``Finish``.
+
+        Returns the final verdict."""
+        for event in message_events(message, finish_reason):
+            verdict = self.feed(event)
+            if verdict.done:
+                return verdict
+        return self._verdict
+
+    def close(self) -> GuardVerdict:
+        """End the generation; return the final verdict. Without a prior ``Finish``, a call still open is
+        ``"truncated"`` (the stream stopped inside it). Idempotent."""
+        if self.closed:
+            return self._verdict
+        if self._finish_reason is None and self._verdict.kind == "ok":
+            self._finalize(None)
+        elif not self._verdict.done:
+            self._verdict = replace_done(self._verdict)
+        self.closed = True
+        return self._verdict
+
+    # ------------------------------------------------------------------------------------------------ rules
+    def _fail(self, verdict: GuardVerdict) -> GuardVerdict:
+        self._verdict = verdict
+        return verdict
+
+    def _on_content(self, text: str) -> GuardVerdict:
+        if not text:
+            return OK
+        if self._order:
+            if not text.strip() and not self._fabricated:
+                return OK
+            return self._on_fabricated(text)
+        offset = self._content_len
+        self._content.append(text)
+        self._content_len += len(text)
+        # A call written into the content: a marker anywhere, or a bare JSON call at the start.
+        found = self._scan.scan(text, offset)
+        if found is not None:
+            return self._fail(found)
+        detector = self._content_detector
+        if detector is None:
+            detector = self._content_detector = self._detector_factory()
+        runaway = detector.push(text)
+        if runaway is not None:
+            return self._fail(
+                GuardVerdict(
+                    "runaway",
+                    True,
+                    runaway_message("message text", runaway),
+                    "content",
+                    runaway=runaway,
+                    offset=getattr(runaway, "offset", None),
+                )
+            )
+        return OK
+
+    def _on_fabricated(self, text: str) -> GuardVerdict:
+        self._fabricated.append(text)
+        for call in self._order:
+            if not call.complete:
+                return self._fail(
+                    GuardVerdict(
+                        "rejected",
+                        True,
+                        f"text interrupted the arguments of {call.name or 'a tool call'!r} before their end",
+                        "arguments",
+                        call_index=call.index,
+                        tool=call.name or None,
+                        offset=call.length,
+                        text=text,
+                    )
+                )
+        return self._fail(
+            GuardVerdict(
+                "fabricated",
+                False,
+                "text after the tool call(s) was cut: a model must not write what a tool returns",
+                "content",
+                text=text,
+            )
+        )
+
+    def _on_call(self, event: ToolCallDelta) -> GuardVerdict:
+        if self._fabricated:
+            return self._verdict
+        call = self._calls.get(event.index)
+        if call is None:
+            if len(self._order) >= self._limits.max_calls:
+                return self._fail(
+                    GuardVerdict(
+                        "rejected",
+                        True,
+                        f"more than {self._limits.max_calls} tool calls in one generation",
+                        "name",
+                        call_index=event.index,
+                    )
+                )
+            call = self._calls[event.index] = _Call(event.index)
+            self._order.append(call)
+        if event.id:
+            call.id = event.id
+        if event.name:
+            if call.resolved:
+                if event.name != call.name:
+                    call.name += event.name
+                    return self._unknown(call)
+            else:
+                call.name += event.name
+                verdict = self._resolve(call, final=False)
+                if verdict is not None:
+                    return verdict
+        text = event.arguments
+        if not text:
+            return OK
+        if not call.resolved:
+            verdict = self._resolve(call, final=True)
+            if verdict is not None:
+                return verdict
+        offset = call.length
+        call.fragments.append(text)
+        call.length += len(text)
+        if call.length > self._limits.max_argument_chars:
+            return self._fail(
+                GuardVerdict(
+                    "rejected",
+                    True,
+                    f"the arguments of {call.name!r} exceed {self._limits.max_argument_chars} characters",
+                    "arguments",
+                    call_index=call.index,
+                    tool=call.name,
+                    offset=offset,
+                )
+            )
+        result = call.validator.feed(text)
+        state = result.state
+        if state == "rejected":
+            return self._fail(_rejection(call, result.error))
+        call.complete = state == "complete"
+        runaway = call.detector.push(text)
+        if runaway is not None:
+            return self._fail(
+                GuardVerdict(
+                    "runaway",
+                    True,
+                    runaway_message(f"arguments of {call.name!r}", runaway),
+                    "arguments",
+                    call_index=call.index,
+                    tool=call.name,
+                    offset=getattr(runaway, "offset", None),
+                    runaway=runaway,
+                )
+            )
+        return OK
+
+    def _resolve(self, call: _Call, *, final: bool) -> GuardVerdict | None:
+        """Match the call's name to a tool; ``final`` when no more of the name can arrive."""
+        name = call.name
+        if name in self._allowed:
+            call.resolved = True
+            call.tool = self._tools[name]
+            call.validator = self._validator_factory(call.tool.parameters)
+            call.detector = self._detector_factory()
+            return None
+        if final or not any(a.startswith(name) for a in self._allowed):
+            return self._unknown(call)
+        return None
+
+    def _unknown(self, call: _Call) -> GuardVerdict:
+        name = call.name
+        if name in self._tools:
+            message = (
+                f"tool_choice does not allow calling {name!r}; allowed: {', '.join(sorted(self._allowed))}"
+            )
+        elif not self._allowed:
+            message = f"no tool may be called here, but the model called {name!r}"
+        else:
+            message = f"there is no tool named {name!r}; available tools: {', '.join(sorted(self._allowed))}"
+        return self._fail(
+            GuardVerdict(
+                "unknown_tool", True, message, "name", call_index=call.index, tool=name or None, text=name
+            )
+        )
+
+    def _on_token(self, event: TokenDelta) -> GuardVerdict:
+        detector = self._token_detector
+        if detector is None:
+            detector = self._token_detector = self._detector_factory()
+        runaway = detector.push(event.text, event.token_id)
+        if runaway is not None:
+            return self._fail(
+                GuardVerdict(
+                    "runaway",
+                    True,
+                    runaway_message("generation", runaway),
+                    "tokens",
+                    runaway=runaway,
+                    offset=getattr(runaway, "offset", None),
+                )
+            )
+        if not event.text:
+            return OK
+        if self._parser is None:
+            return self._on_content(event.text)
+        return self._on_parsed(self._parser.feed(event.text))
+
+    def _on_parsed(self, events: list[Any]) -> GuardVerdict:
+        """Events of the format parser (raw ``TokenDelta`` text) turned into the Guard's own rules."""
+        from .formats import ContentDelta as Prose
+        from .formats import FabricationStarted, ProblemFound, ToolCallCompleted
+
+        verdict = OK
+        for event in events:
+            if isinstance(event, Prose):
+                verdict = self._on_prose(event.text)
+            elif isinstance(event, ToolCallCompleted):
+                call = event.call
+                self._parsed_calls += 1
+                verdict = self._on_call(
+                    ToolCallDelta(event.index, call.id, call.name, call.arguments or "{}")
+                )
+            elif isinstance(event, FabricationStarted):
+                verdict = self._on_fabricated("")
+            elif isinstance(event, ProblemFound) and event.problem.kind == "malformed":
+                problem = event.problem
+                verdict = self._fail(
+                    GuardVerdict(
+                        "rejected",
+                        True,
+                        f"malformed tool call: {problem.message}",
+                        "arguments",
+                        call_index=len(self._order),
+                        offset=problem.offset,
+                        text=problem.text,
+                    )
+                )
+            if verdict.kind != "ok":
+                return verdict
+        return verdict
+
+    def _on_prose(self, text: str) -> GuardVerdict:
+        """Content the format parser vouched for: no marker scan, runaway detection only."""
+        if not text:
+            return OK
+        self._content.append(text)
+        self._content_len += len(text)
+        return OK
+
+    def _finalize_parser(self, reason: str | None) -> GuardVerdict | None:
+        parsed = self._parser.close()
+        fed = len(self.content)
+        if len(parsed.content) > fed:
+            self._on_prose(parsed.content[fed:])
+        for index, call in enumerate(parsed.tool_calls[self._parsed_calls :], start=self._parsed_calls):
+            verdict = self._on_call(ToolCallDelta(index, call.id, call.name, call.arguments or "{}"))
+            if verdict.kind != "ok":
+                return verdict
+        self._parsed_calls = len(parsed.tool_calls)
+        if parsed.fabricated and self._verdict.kind == "ok":
+            self._on_fabricated(parsed.fabricated)
+        if not parsed.complete:
+            kind: VerdictKind = "truncated" if reason in ("length", None) else "rejected"
+            return self._fail(
+                GuardVerdict(
+                    kind,
+                    True,
+                    "the generation ended inside a tool call; a truncated call is not a tool call",
+                    "finish",
+                    call_index=len(self._order),
+                    text=parsed.truncated,
+                )
+            )
+        return None
+
+    def _on_finish(self, reason: str | None) -> GuardVerdict:
+        self._finish_reason = reason or ""
+        verdict = self._verdict
+        if verdict.kind != "ok":
+            self._verdict = replace_done(verdict)
+            return self._verdict
+        if reason == FINISH_REASON_REPETITION:  # the producer's own detector stopped a loop
+            return self._fail(
+                GuardVerdict("runaway", True, "the generation was stopped in a repetition loop", "finish")
+            )
+        return self._finalize(reason)
+
+    def _finalize(self, reason: str | None) -> GuardVerdict:
+        if self._parser is not None:
+            failed = self._finalize_parser(reason)
+            if failed is not None:
+                return failed
+            if self._verdict.kind == "fabricated":
+                self._verdict = replace_done(self._verdict)
+                return self._verdict
+        cut = reason == "length" or reason is None
+        for call in sorted(self._order, key=lambda c: c.index):
+            if not call.resolved:
+                if not call.name and cut:
+                    return self._truncated(call, reason)
+                if not call.name:
+                    return self._fail(
+                        GuardVerdict(
+                            "rejected", True, "a tool call without a name", "name", call_index=call.index
+                        )
+                    )
+                verdict = self._resolve(call, final=True)
+                if verdict is not None:
+                    return verdict
+            result = call.validator.close()
+            if result.state == "complete":
+                continue
+            if cut:
+                return self._truncated(call, reason)
+            return self._fail(_rejection(call, getattr(result, "error", None), incomplete=True))
+        if not self._order:
+            found = self._scan.at_end(self.content)
+            if found is not None:
+                return self._fail(found)
+            if self._required is not None:
+                return self._fail(GuardVerdict("missing_call", True, self._required, "finish"))
+        self._verdict = DONE_OK
+        return self._verdict
+
+    def _truncated(self, call: _Call, reason: str | None) -> GuardVerdict:
+        cause = "the generation hit its token limit" if reason == "length" else "the stream stopped"
+        what = f"{call.name!r}" if call.name else "a tool call"
+        return self._fail(
+            GuardVerdict(
+                "truncated",
+                True,
+                f"{cause} inside the arguments of {what}; a truncated call is not a tool call",
+                "finish",
+                call_index=call.index,
+                tool=call.name or None,
+                offset=call.length,
+                text="".join(call.fragments),
+            )
+        )
+
+
+def _rejection(call: _Call, error: Any, *, incomplete: bool = False) -> GuardVerdict:
+    detail = getattr(error, "message", None) or ("incomplete JSON document" if incomplete else "invalid JSON")
+    return GuardVerdict(
+        "rejected",
+        True,
+        f"invalid arguments for {call.name!r}: {detail}",
+        "arguments",
+        call_index=call.index,
+        tool=call.name,
+        offset=getattr(error, "offset", call.length),
+        path=getattr(error, "path", None),
+        keyword=getattr(error, "keyword", None),
+        text="".join(call.fragments),
+    )
+
+
+def _allowed_names(tools: ToolSet, tool_choice: Any) -> tuple[frozenset[str], str | None]:
+    """(names a call may use, message when a call is required or None)."""
+    names = frozenset(tools.names)
+    if tool_choice is None or tool_choice == "auto":
+        return names, None
+    if tool_choice == "none":
+        return frozenset(), None
+    if tool_choice == "required":
+        return names, "a tool call was required (tool_choice='required') but the model answered with text"
+    name = tool_choice
+    if isinstance(tool_choice, Mapping):
+        fn = tool_choice.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else tool_choice.get("name")
+    if isinstance(name, str):
+        return frozenset({name}) & names, f"a call of {name!r} was required (tool_choice) but none was made"
+    return names, None
+
+
+from ._policy import Policy, StreamMode  # noqa: E402
+from ._reask import AttemptRecord, FlowEvent  # noqa: E402

@@ -68,13 +68,115 @@ def run_validate(*, schema: Any, text: str, chunk_size: int = 16, echo: Any = pr
         err = verdict.error
         line = text.count("\n", 0, err.offset) + 1
         col = err.offset - (text.rfind("\n", 0, err.offset) + 1) + 1
-        echo(f"rejected at offset {err.offset} (line {line}, column {col}), path {err.path or '/'}: {err.message}")
+        reason = err.message if err.message.startswith(err.path or "/") else f"{err.path or '/'}: {err.message}"
+        echo(f"rejected at offset {err.offset} (line {line}, column {col}): {reason}")
         snippet_start = max(0, err.offset - 30)
         echo("  " + text[snippet_start : err.offset + 1].replace("\n", " "))
         echo("  " + " " * (err.offset - snippet_start) + "^")
         return EXIT_REJECTED
     echo(f"valid: {len(text)} characters accepted")
     return EXIT_OK
+
+
+def _proxy_options(fn: Any) -> Any:
+    from .proxy._cli import proxy_options
+
+    return proxy_options(fn)
+
+
+@main.command()
+@_proxy_options
+@click.pass_context
+def proxy(ctx: click.Context, config_file: str | None, print_config: bool, **options: Any) -> None:
+    """Serve the OpenAI-compatible guarding proxy in front of --upstream URL (binds 127.0.0.1:8787).
+
+    Every option can also come from TOOLGUARD_PROXY_<OPTION> or from --config FILE (flags win, then the
+    environment, then the file).
+    """
+    from dataclasses import asdict
+
+    from ._exceptions import ConfigError
+    from .proxy import load_config, run
+    from .proxy._cli import proxy_overrides
+
+    try:
+        config = load_config(file=config_file, overrides=proxy_overrides(ctx, options))
+    except ConfigError as exc:
+        click.echo(f"toolguard proxy: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if print_config:
+        secret = ("auth_token", "upstream_api_key")
+        shown = {k: ("***" if k in secret and v else v) for k, v in asdict(config).items()}
+        click.echo(json.dumps(shown, indent=2))
+        return
+    run(config=config)
+
+
+@main.command()
+@click.option("--target", default="all", show_default=True,
+              type=click.Choice(["stream", "grammar", "runaway", "formats", "sse", "proxy", "all"]),
+              help="What to attack; 'all' shares the time among every target that can run here.")
+@click.option("--time", "time_budget", default=60.0, show_default=True, type=click.FloatRange(min=0),
+              help="Total time budget in seconds.")
+@click.option("--seed", type=int, default=None, help="Run seed (reproducible runs); random when omitted.")
+@click.option("--findings", "findings_dir", default=".toolguard-fuzz/findings", show_default=True,
+              type=click.Path(file_okay=False), help="Where findings are written, one JSON case each.")
+@click.option("--replay", multiple=True, type=click.Path(exists=True),
+              help="Instead of fuzzing, re-check finding files (or folders of them); repeatable.")
+def fuzz(
+    target: str, time_budget: float, seed: int | None, findings_dir: str, replay: tuple[str, ...]
+) -> None:
+    """Fuzz toolguard's components and save every finding as a reproducible case.
+
+    Exit status 0 when nothing was found (or every replayed finding passes now), 1 otherwise.
+    """
+    from ._fuzz._cli import fuzz_main
+
+    sys.exit(fuzz_main(target=target, time_budget=time_budget, seed=seed, findings_dir=findings_dir,
+                       replay=replay))
+
+
+@main.command()
+@click.option("--model", "model_path", default=None, type=click.Path(exists=True, file_okay=False),
+              help="A local transformers model folder (default: the embedded demo model).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
+@click.option("--engine", default=None, help="Grammar engine: llguidance (default), xgrammar or outlines.")
+@click.option("--model-name", default=None, help="Model id in /v1/models (default: the folder name).")
+@click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
+def serve(model_path: str | None, host: str, port: int, engine: str | None, model_name: str | None,
+          threads: int | None) -> None:
+    """Serve a local model as an OpenAI-compatible endpoint with guarded tool calls.
+
+    POST /v1/chat/completions (stream and non-stream, tools, tool_choice), GET /v1/models, GET /health.
+    Calls are grammar-enforced, turns end after the call, loops are stopped (finish_reason "repetition").
+    """
+    try:
+        from .local._serve import serve as run_serve
+    except ImportError as exc:
+        _need_extra("local", exc)
+    from ._exceptions import ConfigError
+
+    try:
+        run_serve(model=model_path, host=host, port=port, engine=engine, model_name=model_name,
+                  threads=threads)
+    except ConfigError as exc:
+        click.echo(f"toolguard serve: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+@main.command()
+@click.option("--model", "model_path", default=None, type=click.Path(exists=True, file_okay=False),
+              help="A model folder trained like the embedded one (default: the embedded demo model).")
+@click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
+def demo(model_path: str | None, threads: int | None) -> None:
+    """Run the embedded demo model in an agent loop with real tools: proposals, validation, execution
+    records, a re-ask, a tool error and a runaway stop, offline, in seconds."""
+    try:
+        from .local._demo import run_demo
+    except ImportError as exc:
+        _need_extra("local", exc)
+    run_demo(model=model_path, threads=threads)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,8 +46,19 @@ _TYPE_NAMES: dict[str, str | None] = {
 _JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 
 # Keywords whose value is a schema / a map of schemas / a list of schemas.
-_SUBSCHEMA = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",
-              "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA = (
+    "additionalProperties",
+    "items",
+    "additionalItems",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
@@ -104,9 +115,9 @@ def _normalize(schema: Any, path: str, tool: str | None) -> Any:
             out[key] = _normalize(value, sub, tool)
         elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
             out[key] = {k: _normalize(v, f"{sub}/{k}", tool) for k, v in value.items()}
-        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_normalize(v, f"{sub}/{i}", tool) for i, v in enumerate(value)]
-        elif key == "items" and isinstance(value, list):
+        elif (key in _SUBSCHEMA_LISTS and isinstance(value, list)) or (
+            key == "items" and isinstance(value, list)
+        ):
             out[key] = [_normalize(v, f"{sub}/{i}", tool) for i, v in enumerate(value)]
         else:
             out[key] = value

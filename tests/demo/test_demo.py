@@ -1,0 +1,57 @@
+"""``toolguard demo`` runs end to end, offline, quickly, and shows every mechanism once."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from toolguard.cli import main
+
+pytestmark = pytest.mark.local
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def demo_run() -> tuple[object, str, float]:
+    from rich.console import Console
+
+    from toolguard.local._demo import run_demo
+
+    out = io.StringIO()
+    start = time.perf_counter()
+    summary = run_demo(console=Console(file=out, width=120, color_system=None), threads=1)
+    return summary, out.getvalue(), time.perf_counter() - start
+
+
+def test_demo_shows_every_mechanism(demo_run: tuple[object, str, float]) -> None:
+    summary, output, seconds = demo_run
+    assert summary.requests == 5  # type: ignore[attr-defined]
+    assert summary.stop_reasons == ["final"] * 5  # type: ignore[attr-defined]
+    assert summary.reasks >= 1  # type: ignore[attr-defined]  # the grammar-off turn was refused and re-asked
+    assert summary.runaways_stopped == 1  # type: ignore[attr-defined]
+    assert summary.records["ok"] >= 3  # type: ignore[attr-defined]
+    assert summary.records["error"] >= 1  # type: ignore[attr-defined]  # the missing file
+    assert summary.tokens_forced > 0  # type: ignore[attr-defined]
+    assert "Paris" in summary.answers[0]  # type: ignore[attr-defined]
+    assert "42" in summary.answers[1]  # type: ignore[attr-defined]  # 17 + 25, computed by the tool
+    for needle in (
+        "proposal: get_weather",
+        "validation: ✓",
+        "executor: ok",
+        "executor: invalid",
+        "executor: error",
+        "runaway stopped",
+        "summary",
+    ):
+        assert needle in output
+    assert seconds < 60
+
+
+def test_demo_command(demo_run: tuple[object, str, float]) -> None:
+    result = CliRunner().invoke(main, ["demo", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "runaway stopped" in result.output
+    assert "re-asks after an invalid proposal" in result.output

@@ -1,0 +1,100 @@
+"""Shared bits of the proxy tests: a tool, scripted replies, and a reader of raw SSE."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from tests.support import Reply
+
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["c", "f"]},
+                "note": {"type": "string"},
+            },
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+TOOLS = [WEATHER_TOOL]
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+GOOD_ARGS = '{"city": "Paris", "unit": "c"}'
+LOOP_UNIT = "Let me check the weather in Paris for you now. "
+
+
+def good(**kw: Any) -> Reply:
+    return Reply.call("get_weather", '{"city": ', '"Paris", ', '"unit": "c"}', **kw)
+
+
+def bad_schema(**kw: Any) -> Reply:
+    return Reply.call("get_weather", '{"city": "Paris", ', '"unit": "kelvin"}', **kw)
+
+
+def unknown_tool(**kw: Any) -> Reply:
+    return Reply.call("get_wether", '{"city": "Paris"}', **kw)
+
+
+def runaway_content(**kw: Any) -> Reply:
+    return Reply.text(*([LOOP_UNIT] * 40), **kw)
+
+
+def runaway_arguments(**kw: Any) -> Reply:
+    return Reply.call(
+        "get_weather", '{"city": "Paris", "note": "', *(["it rains and it pours all day. "] * 60), '"}', **kw
+    )
+
+
+def truncated(**kw: Any) -> Reply:
+    return Reply.call("get_weather", '{"city": ', '"Pa', finish_reason="length", **kw)
+
+
+def sse_chunks(base_url: str, body: dict[str, Any], **kw: Any) -> tuple[list[Any], list[str]]:
+    """POST a streaming request with plain httpx; return (decoded JSON events, raw data lines)."""
+    raw: list[str] = []
+    with httpx.stream(
+        "POST", base_url + "/chat/completions", json={**body, "stream": True}, timeout=20, **kw
+    ) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                raw.append(line[6:])
+    events = [json.loads(x) for x in raw if x != "[DONE]"]
+    return events, raw
+
+
+def accumulate(chunks: list[Any]) -> dict[str, Any]:
+    """Fold SDK stream chunks into (content, calls by index, finish_reason, usage, role count)."""
+    content = ""
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    usage = None
+    roles = 0
+    for chunk in chunks:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            delta = choice.delta
+            roles += delta.role is not None
+            content += delta.content or ""
+            for tc in delta.tool_calls or ():
+                slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": "", "headers": ""})
+                if tc.id:
+                    slot["id"] += tc.id
+                    slot["headers"] += "h"
+                if tc.function and tc.function.name:
+                    slot["name"] += tc.function.name
+                if tc.function and tc.function.arguments:
+                    slot["arguments"] += tc.function.arguments
+            finish = choice.finish_reason or finish
+    return {"content": content, "calls": calls, "finish": finish, "usage": usage, "roles": roles}

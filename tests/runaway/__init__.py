@@ -1,0 +1,1 @@
+"""The labelled runaway corpus (``corpus.py``, also used by benchmarks/runaway.py) and its tests."""

@@ -1,0 +1,73 @@
+"""The events a ``Guard`` consumes: values describing one generation as it arrives.
+
+Front doors translate their wire format into these (an OpenAI ``ChatCompletionChunk`` delta, a proxy's SSE
+event, a local model's sampled token) and feed them to ``Guard.feed``. They are frozen, slotted dataclasses
+compared by value (h11's ``_events.py``), so tests assert on plain lists of events.
+
+- ``ContentDelta(text)``: assistant text.
+- ``ToolCallDelta(index, id=None, name=None, arguments="")``: a fragment of tool call ``index``; ``name`` and
+  ``id`` arrive with the first fragment in OpenAI streams (a name split over several deltas is concatenated).
+- ``TokenDelta(token_id, text)``: one sampled token of a local model, before any tool-call format is parsed
+  (the Guard treats its text as content unless it was built with a ``format`` to parse).
+- ``Finish(reason)``: the end of the generation, with the upstream's ``finish_reason`` (``"stop"``,
+  ``"tool_calls"``, ``"length"``, ...; ``None`` when unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+__all__ = ["ContentDelta", "Finish", "GuardEvent", "TokenDelta", "ToolCallDelta"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContentDelta:
+    """A fragment of assistant text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of tool call number ``index`` (OpenAI's ``delta.tool_calls[i]``)."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDelta:
+    """One token sampled by a local model: its id and its decoded text."""
+
+    token_id: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The generation ended; ``reason`` is the upstream ``finish_reason``."""
+
+    reason: str | None = None
+
+
+GuardEvent: TypeAlias = ContentDelta | ToolCallDelta | TokenDelta | Finish
+
+
+def message_events(message: Mapping[str, Any] | Any, finish_reason: str | None) -> list[GuardEvent]:
+    """The events of a whole assistant message (a dict or an SDK ``ChatCompletionMessage``) and ``Finish``."""
+    get = message.get if isinstance(message, Mapping) else lambda k, d=None: getattr(message, k, d)
+    events: list[GuardEvent] = []
+    content = get("content")
+    if isinstance(content, str) and content:
+        events.append(ContentDelta(content))
+    for i, call in enumerate(get("tool_calls") or ()):
+        cget = call.get if isinstance(call, Mapping) else lambda k, d=None, c=call: getattr(c, k, d)
+        fn = cget("function")
+        fget = fn.get if isinstance(fn, Mapping) else lambda k, d=None, f=fn: getattr(f, k, d)
+        events.append(ToolCallDelta(i, cget("id"), fget("name") or "", fget("arguments") or ""))
+    events.append(Finish(finish_reason))
+    return events

@@ -1,3 +1,0 @@
-"""Placeholder: being built."""
-
-__all__: list[str] = []

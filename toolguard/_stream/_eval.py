@@ -1,0 +1,585 @@
+"""Schema evaluations: one ``Ev`` per (subschema, JSON value) pair, alive while the value streams.
+
+Theory of operation. When a value starts, the engine spawns an ``Ev`` for every schema that applies to it
+(from the parent's ``properties``/``items``/... or the root), and expands in-place applicators (allOf, anyOf,
+oneOf, not, if/then/else, $ref, $dynamicRef, dependentSchemas) into child ``Ev``s on the same value. Each
+``Ev`` gets the value's events and *dies* the moment its schema can no longer hold for any completion of the
+text: a wrong type at the first character, a string prefix that no enum member/pattern/maxLength admits, a
+number that can only move away from its bounds, an item or key that must not exist. A death propagates up:
+to an in-place parent (allOf dies, anyOf dies when its last alternative dies, ``not`` never dies early, ...)
+and to the parent value's ``Ev`` (a property that fails kills the object's schema). The root dying is the
+rejection. What a prefix cannot decide (required, minItems, uniqueItems, oneOf exclusivity, not, minLength,
+multipleOf, format, unevaluated*) is checked in ``finish`` when the value closes, children before parents.
+
+Deaths are sound (a dead ``Ev`` fails for every completion) but not complete (an allOf of individually
+possible schemas may be jointly impossible): rejection is never early, occasionally later than ideal.
+
+Cost: O(1) amortised work per event per live ``Ev``; the number of ``Ev``s per value is bounded at compile
+time (``max_inplace_expansion``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import TYPE_CHECKING, Any
+
+from .._schema._node import FALSE_NODE, TRUE_NODE, Node, Role
+from .._schema._values import describe, json_unique
+from ._checks import _choices_text, begin_error, final_error, prefix_possible, scalar_error
+
+if TYPE_CHECKING:
+    from ._engine import Engine, Frame
+
+__all__ = ["Ev", "KeyName"]
+
+
+class Ev:
+    """One schema applied to one value (see the module docstring)."""
+
+    __slots__ = (
+        "ann",
+        "bad",
+        "collect",
+        "count",
+        "dead",
+        "err",
+        "frame",
+        "key",
+        "kids",
+        "node",
+        "role",
+        "scope",
+        "up",
+    )
+
+    def __init__(self, node: Node, up: Ev | None, role: int, key: Any, frame: Frame) -> None:
+        self.node = node
+        self.up = up
+        self.role = role
+        self.key = key
+        self.frame = frame
+        self.dead = False
+        self.kids: list[Ev] | None = None
+        self.collect = False
+        self.scope: tuple[str, ...] | None = None
+        self.count = 0
+        self.ann: Any = None
+        self.bad: set[Any] | None = None
+        self.err: Any = None
+
+    def __repr__(self) -> str:
+        return f"<Ev {self.node.loc} role={self.role} dead={self.dead}>"
+
+    # -- death -----------------------------------------------------------------------------------------------
+
+    def fail(self, ctx: Engine, keyword: str, detail: str) -> None:
+        self.die(ctx.violation(self.frame, keyword, detail), ctx)
+
+    def die(self, viol: Any, ctx: Engine) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        self.err = viol
+        up = self.up
+        if up is None:
+            ctx.reject(viol)
+        elif not up.dead:
+            up.kid_failed(self, viol, ctx)
+
+    def kid_failed(self, kid: Ev, viol: Any, ctx: Engine) -> None:
+        role = kid.role
+        if role == Role.UNEVAL:
+            if self.bad is None:
+                self.bad = set()
+            self.bad.add(kid.key)
+        elif role == Role.CONTAINS or role == Role.NOT:
+            return
+        elif role == Role.ANYOF or role == Role.ONEOF:
+            kids = self.kids
+            assert kids is not None
+            positions = self.node.any_pos if role == Role.ANYOF else self.node.one_pos
+            if all(kids[p].dead for p in positions):
+                name = "anyOf" if role == Role.ANYOF else "oneOf"
+                reasons = "; ".join(ctx.short(kids[p].err) for p in positions[:4])
+                self.fail(ctx, name, f"matches none of the {name} alternatives ({reasons})")
+        elif role == Role.IF or role == Role.THEN or role == Role.ELSE:
+            self._check_if(ctx)
+        elif role == Role.DEP:
+            frame = self.frame
+            if frame.kind == "object" and (kid.key in frame.value or kid.key == frame.cur_key):
+                self.die(viol, ctx)
+        else:  # CHILD, NAMES, KEYNAME, ALLOF, REF, DYN
+            self.die(viol, ctx)
+
+    def _check_if(self, ctx: Engine) -> None:
+        node = self.node
+        kids = self.kids
+        assert kids is not None
+        else_dead = node.else_pos >= 0 and kids[node.else_pos].dead
+        then_dead = node.then_pos >= 0 and kids[node.then_pos].dead
+        if else_dead and (then_dead or kids[node.if_pos].dead):
+            branch = kids[node.else_pos] if kids[node.if_pos].dead or not then_dead else kids[node.then_pos]
+            self.die(branch.err, ctx)
+
+    # -- start -----------------------------------------------------------------------------------------------
+
+    def begin(self, kind: str, ctx: Engine) -> None:
+        err = begin_error(self.node, kind)
+        if err is not None:
+            self.fail(ctx, *err)
+
+    # -- string prefix checks --------------------------------------------------------------------------------
+
+    def str_death(
+        self, prev: str, text: str, prev_len: int, use_text: bool, ctx: Engine
+    ) -> tuple[int, str, str]:
+        """(k, keyword, detail): the string dies at ``text[k-1]`` (k = 0: still possible)."""
+        node = self.node
+        best = 0
+        keyword = detail = ""
+        limit = len(text)
+        if node.max_len is not None and len(text) > node.max_len - prev_len:
+            best = node.max_len - prev_len + 1
+            limit = best - 1
+            keyword, detail = "maxLength", f"the string is longer than the maxLength of {node.max_len}"
+        if use_text and limit > 0:
+            for ch in node.choices:
+                k = _choice_death(ch.strings, prev, text, limit)
+                if k:
+                    best, limit = k, k - 1
+                    keyword = ch.keyword
+                    detail = f"{describe(prev + text[:k])} cannot become any of {_choices_text(ch.values)}"
+            if node.pattern_early and limit > 0 and id(self) not in ctx.slow_patterns:
+                kp = _pattern_death(node.pattern, prev, text, limit, ctx)
+                if kp:
+                    best = k = kp
+                    keyword = "pattern"
+                    detail = (
+                        f"{describe(prev + text[:k])} can no longer match the pattern {node.pattern_src!r}"
+                    )
+                elif kp is None:  # ran out of time: decide this pattern at the closing quote only
+                    ctx.slow_patterns.add(id(self))
+        return best, keyword, detail
+
+    # -- object events ---------------------------------------------------------------------------------------
+
+    def key_coming(self, frame: Frame, ctx: Engine) -> None:
+        node = self.node
+        keys = frame.value
+        if node.max_props is not None and len(keys) + 1 > node.max_props:
+            self.fail(ctx, "maxProperties", f"more than {node.max_props} properties (maxProperties)")
+            return
+        if node.names_closed and not node.pattern_props and all(name in keys for name in node.names):
+            allowed = ", ".join(repr(n) for n in node.names[:8]) or "none"
+            self.fail(
+                ctx,
+                "additionalProperties",
+                f"no further property is allowed (additionalProperties is false; allowed: {allowed})",
+            )
+            return
+        if node.prop_names is FALSE_NODE:
+            self.fail(ctx, "propertyNames", "no property is allowed (propertyNames is false)")
+
+    def child_specs(self, key: str, frame: Frame, out: list[tuple[Ev, int, Node, Any]], ctx: Engine) -> None:
+        node = self.node
+        matched = False
+        sub = node.props.get(key)
+        if sub is not None:
+            matched = True
+            if sub is FALSE_NODE:
+                self.fail(ctx, "properties", f"property {key!r} is not allowed (its schema is false)")
+                return
+            if sub is not TRUE_NODE:
+                out.append((self, Role.CHILD, sub, key))
+        for rx, source, sub in node.pattern_props:
+            try:
+                hit = rx.search(key, timeout=ctx.regex_timeout) is not None
+            except TimeoutError:
+                ctx.reject(
+                    ctx.violation(
+                        frame, "limit", f"patternProperties regex {source!r} ran out of time on key {key!r}"
+                    )
+                )
+            if hit:
+                matched = True
+                if sub is FALSE_NODE:
+                    self.fail(
+                        ctx, "patternProperties", f"property {key!r} is not allowed (matches {source!r})"
+                    )
+                    return
+                if sub is not TRUE_NODE:
+                    out.append((self, Role.CHILD, sub, key))
+        if not matched and node.additional is not None:
+            matched = True
+            sub = node.additional
+            if sub is FALSE_NODE:
+                allowed = ", ".join(repr(n) for n in sorted(node.props)[:8])
+                self.fail(
+                    ctx,
+                    "additionalProperties",
+                    f"property {key!r} is not allowed (additionalProperties is false; allowed: "
+                    f"{allowed or 'none'})",
+                )
+                return
+            if sub is not TRUE_NODE:
+                out.append((self, Role.CHILD, sub, key))
+        if matched and self.collect:
+            if self.ann is None:
+                self.ann = set()
+            self.ann.add(key)
+        if node.uneval_props is not None:
+            sub = node.uneval_props
+            if sub is FALSE_NODE:
+                if self.bad is None:
+                    self.bad = set()
+                self.bad.add(key)
+            elif sub is not TRUE_NODE:
+                out.append((self, Role.UNEVAL, sub, key))
+        if node.dep_schemas and self.kids:
+            for kid in self.kids:
+                if kid.role == Role.DEP and kid.key == key and kid.dead:
+                    self.die(kid.err, ctx)
+                    return
+
+    # -- array events ----------------------------------------------------------------------------------------
+
+    def item_coming(self, index: int, out: list[tuple[Ev, int, Node, Any]], ctx: Engine) -> None:
+        node = self.node
+        if node.max_items is not None and index + 1 > node.max_items:
+            self.fail(ctx, "maxItems", f"more than {node.max_items} items (maxItems)")
+            return
+        legacy = node.draft != "draft2020-12"
+        if index < len(node.prefix):
+            sub: Node | None = node.prefix[index]
+            keyword = "items" if legacy else "prefixItems"
+        else:
+            sub = node.items
+            keyword = ("additionalItems" if node.prefix else "items") if legacy else "items"
+        if sub is not None:
+            if sub is FALSE_NODE:
+                self.fail(ctx, keyword, f"at most {index} items are allowed here ({keyword} is false)")
+                return
+            if sub is not TRUE_NODE:
+                out.append((self, Role.CHILD, sub, index))
+            if self.collect:
+                if self.ann is None:
+                    self.ann = set()
+                if self.ann is not True:
+                    self.ann.add(index)
+        contains = node.contains
+        if contains is not None:
+            if contains is TRUE_NODE:
+                self._contains_hit(index, ctx)
+            elif contains is not FALSE_NODE:
+                out.append((self, Role.CONTAINS, contains, index))
+        if node.uneval_items is not None:
+            sub = node.uneval_items
+            if sub is FALSE_NODE:
+                if self.bad is None:
+                    self.bad = set()
+                self.bad.add(index)
+            elif sub is not TRUE_NODE:
+                out.append((self, Role.UNEVAL, sub, index))
+
+    def _contains_hit(self, index: int, ctx: Engine) -> None:
+        self.count += 1
+        if self.collect:  # contains matches are annotations (2019-09+)
+            if self.ann is None:
+                self.ann = set()
+            if self.ann is not True:
+                self.ann.add(index)
+        node = self.node
+        if node.max_contains is not None and self.count > node.max_contains:
+            self.fail(
+                ctx, "maxContains", f"more than {node.max_contains} items match 'contains' (maxContains)"
+            )
+
+    def kid_ok(self, kid: Ev, ctx: Engine) -> None:
+        if kid.role == Role.CONTAINS:
+            self._contains_hit(kid.key, ctx)
+
+    # -- close -----------------------------------------------------------------------------------------------
+
+    def finish(self, kind: str, value: Any, ctx: Engine) -> None:
+        node = self.node
+        if node.always is None:
+            if kind == "object":
+                self._finish_object(value, ctx)
+            elif kind == "array":
+                self._finish_array(value, ctx)
+            if node.has_final and not self.dead:
+                err = (
+                    scalar_error(node, kind, value, ctx)
+                    if kind != "object" and kind != "array"
+                    else final_error(node, value, ctx)
+                )
+                if err is not None:
+                    self.fail(ctx, *err)
+            if self.dead:
+                return
+            if self.kids is not None:
+                self._combine(kind, value, ctx)
+                if self.dead:
+                    return
+            if self.collect and (kind == "object" or kind == "array"):
+                self._annotations(kind, value, ctx)
+                if self.dead:
+                    return
+        if self.role == Role.CONTAINS or self.role == Role.UNEVAL:
+            up = self.up
+            if up is not None and not up.dead:
+                up.kid_ok(self, ctx)
+
+    def _finish_object(self, value: dict[str, Any], ctx: Engine) -> None:
+        node = self.node
+        missing = [r for r in node.required if r not in value]
+        if missing:
+            names = ", ".join(repr(m) for m in missing)
+            self.fail(
+                ctx, "required", f"missing required propert{'y' if len(missing) == 1 else 'ies'} {names}"
+            )
+            return
+        if node.min_props is not None and len(value) < node.min_props:
+            self.fail(ctx, "minProperties", f"fewer than {node.min_props} properties (minProperties)")
+            return
+        if node.max_props is not None and len(value) > node.max_props:
+            self.fail(ctx, "maxProperties", f"more than {node.max_props} properties (maxProperties)")
+            return
+        for key, deps in node.dep_required:
+            if key in value:
+                absent = [d for d in deps if d not in value]
+                if absent:
+                    kw = (
+                        "dependencies"
+                        if node.draft in ("draft4", "draft6", "draft7")
+                        else "dependentRequired"
+                    )
+                    self.fail(ctx, kw, f"property {key!r} requires {', '.join(repr(a) for a in absent)}")
+                    return
+
+    def _finish_array(self, value: list[Any], ctx: Engine) -> None:
+        node = self.node
+        n = len(value)
+        if node.min_items is not None and n < node.min_items:
+            self.fail(ctx, "minItems", f"fewer than {node.min_items} items (minItems)")
+            return
+        if node.max_items is not None and n > node.max_items:
+            self.fail(ctx, "maxItems", f"more than {node.max_items} items (maxItems)")
+            return
+        if node.contains is not None:
+            if node.contains_legacy:
+                if self.count < 1:
+                    self.fail(ctx, "contains", "no item matches the 'contains' schema")
+                    return
+            elif self.count < node.min_contains:
+                kw = "contains" if node.min_contains == 1 else "minContains"
+                self.fail(
+                    ctx, kw, f"{self.count} items match 'contains', at least {node.min_contains} required"
+                )
+                return
+        if node.unique:
+            dup = json_unique(value)
+            if dup is not None:
+                self.fail(ctx, "uniqueItems", f"item {dup} repeats an earlier item (uniqueItems)")
+                return
+
+    def _combine(self, kind: str, value: Any, ctx: Engine) -> None:
+        node = self.node
+        kids = self.kids
+        assert kids is not None
+        for kid in kids:
+            if kid.dead and kid.role in (Role.ALLOF, Role.REF, Role.DYN):
+                self.die(kid.err, ctx)
+                return
+        if node.any_pos and all(kids[p].dead for p in node.any_pos):
+            self.kid_failed(kids[node.any_pos[0]], kids[node.any_pos[0]].err, ctx)
+            return
+        if node.one_pos:
+            alive = [i for i, p in enumerate(node.one_pos) if not kids[p].dead]
+            if not alive:
+                self.kid_failed(kids[node.one_pos[0]], kids[node.one_pos[0]].err, ctx)
+                return
+            if len(alive) > 1:
+                self.fail(
+                    ctx,
+                    "oneOf",
+                    f"{describe(value)} matches more than one oneOf alternative ({alive[0]} and {alive[1]})",
+                )
+                return
+        if node.not_pos >= 0 and not kids[node.not_pos].dead:
+            self.fail(ctx, "not", f"{describe(value)} must not match the schema under 'not'")
+            return
+        if node.if_pos >= 0:
+            branch = node.then_pos if not kids[node.if_pos].dead else node.else_pos
+            if branch >= 0 and kids[branch].dead:
+                self.die(kids[branch].err, ctx)
+                return
+        if node.dep_schemas and kind == "object":
+            for kid in kids:
+                if kid.role == Role.DEP and kid.dead and kid.key in value:
+                    self.die(kid.err, ctx)
+                    return
+
+    def _annotations(self, kind: str, value: Any, ctx: Engine) -> None:
+        """Merge evaluated keys/indices from valid in-place children; enforce unevaluated*."""
+        node = self.node
+        ann = self.ann if self.ann is not None else set()
+        kids = self.kids
+        if kids is not None:
+            if_ok = node.if_pos >= 0 and not kids[node.if_pos].dead
+            for kid in kids:
+                if kid.dead or kid.ann is None or kid.role == Role.NOT:
+                    continue
+                role = kid.role
+                if role == Role.THEN and not if_ok:
+                    continue
+                if role == Role.ELSE and if_ok:
+                    continue
+                if role == Role.DEP and (kind != "object" or kid.key not in value):
+                    continue
+                ann = True if kid.ann is True or ann is True else ann | kid.ann
+        if kind == "object":
+            if node.uneval_props is not None:
+                bad = self.bad or set()
+                if ann is not True:
+                    failing = [k for k in value if k not in ann and k in bad]
+                    if failing:
+                        self.fail(
+                            ctx,
+                            "unevaluatedProperties",
+                            f"unevaluated propert{'y' if len(failing) == 1 else 'ies'} "
+                            f"{', '.join(repr(k) for k in failing[:5])} not allowed",
+                        )
+                        return
+                ann = True
+        else:
+            if node.uneval_items is not None:
+                bad = self.bad or set()
+                if ann is not True:
+                    failing_i = [i for i in range(len(value)) if i not in ann and i in bad]
+                    if failing_i:
+                        self.fail(
+                            ctx,
+                            "unevaluatedItems",
+                            f"unevaluated item{'s' if len(failing_i) > 1 else ''} "
+                            f"{', '.join(map(str, failing_i[:5]))} not allowed",
+                        )
+                        return
+                ann = True
+        self.ann = ann
+
+
+def _choice_death(strings: tuple[str, ...], prev: str, text: str, limit: int) -> int:
+    """First k <= limit at which ``prev + text[:k]`` is no member's prefix (0: none)."""
+    if prefix_possible(strings, prev + text[:limit]):
+        return 0
+    return _first_true(lambda k: not prefix_possible(strings, prev + text[:k]), limit)
+
+
+def _pattern_death(pattern: Any, prev: str, text: str, limit: int, ctx: Engine) -> int | None:
+    """First k <= limit at which the pattern can no longer match (0: none; None: the regex timed out)."""
+    timeout = ctx.regex_timeout
+    timed_out = False
+
+    def dead(k: int) -> bool:
+        nonlocal timed_out
+        if timed_out:
+            return False
+        try:
+            return pattern.search(prev + text[:k], partial=True, timeout=timeout) is None
+        except TimeoutError:
+            timed_out = True
+            return False
+
+    if not dead(limit):
+        return None if timed_out else 0
+    k = _first_true(dead, limit)
+    return None if timed_out else k
+
+
+def _first_true(pred: Any, hi: int) -> int:
+    """Smallest k in [1, hi] with ``pred(k)`` true, given ``pred`` monotone and ``pred(hi)`` true."""
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+class KeyName:
+    """The allowed-name filter of one closed object (``additionalProperties: false``).
+
+    Lives on the key being written; dies at the first character that neither a remaining (unused) declared
+    property name nor a ``patternProperties`` regex (partial match) allows.
+    """
+
+    __slots__ = ("dead", "err", "frame", "key", "kids", "names", "patterns", "role", "up")
+
+    def __init__(self, up: Ev, names: list[str], frame: Frame) -> None:
+        self.up = up
+        self.names = names
+        self.patterns = up.node.pattern_props
+        self.kids = None
+        self.dead = False
+        self.role = Role.KEYNAME
+        self.key = None
+        self.err: Any = None
+        self.frame = frame
+
+    def die(self, viol: Any, ctx: Engine) -> None:
+        if not self.dead:
+            self.dead = True
+            self.err = viol
+            if not self.up.dead:
+                self.up.kid_failed(self, viol, ctx)  # type: ignore[arg-type]
+
+    def str_death(
+        self, prev: str, text: str, prev_len: int, use_text: bool, ctx: Engine
+    ) -> tuple[int, str, str]:
+        if not use_text:
+            return 0, "", ""
+        if not self._dead_prefix(prev + text, ctx):
+            return 0, "", ""
+        k = _first_true(lambda k: self._dead_prefix(prev + text[:k], ctx), len(text))
+        return (
+            k,
+            "additionalProperties",
+            f"no allowed property name starts with {describe(prev + text[:k])} ({self._allowed()})",
+        )
+
+    def _dead_prefix(self, prefix: str, ctx: Engine) -> bool:
+        if prefix_possible(self.names, prefix):
+            return False
+        for rx, _, _ in self.patterns:
+            try:
+                if rx.search(prefix, partial=True, timeout=ctx.regex_timeout) is not None:
+                    return False
+            except TimeoutError:
+                return False
+        return True
+
+    def _allowed(self) -> str:
+        allowed = ", ".join(repr(n) for n in self.names[:8]) or "none"
+        if self.patterns:
+            allowed += " or names matching " + ", ".join(repr(p[1]) for p in self.patterns[:4])
+        return f"additionalProperties is false; allowed: {allowed}"
+
+    def finish_key(self, key: str, ctx: Engine) -> None:
+        i = bisect_left(self.names, key)
+        if i < len(self.names) and self.names[i] == key:
+            return
+        for rx, _, _ in self.patterns:
+            try:
+                if rx.search(key, timeout=ctx.regex_timeout) is not None:
+                    return
+            except TimeoutError:
+                return  # decided by child_specs, which reports the timeout
+        self.die(
+            ctx.violation(
+                self.frame, "additionalProperties", f"property {key!r} is not allowed ({self._allowed()})"
+            ),
+            ctx,
+        )

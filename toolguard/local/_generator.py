@@ -1,0 +1,542 @@
+"""``LocalGenerator``: an OpenAI-shaped chat endpoint over a local transformers model, with guarded calls.
+
+Its own decoding loop (batch 1, KV cache) runs the turn automaton of ``_turn`` and adds what ``generate()``
+cannot do:
+
+- **jump-forward**: after each sampled token, the tokens the grammar forces (framing, braces, property names,
+  a const tool name) are appended at once and fed to the model together in the next pass, so each of them
+  saves a forward pass (``stats.tokens_forced`` = passes saved); a turn whose remainder is forced (the closing
+  ``\\n</tool_call>``) ends without sampling the end token;
+- **truthful endings**: ``finish_reason`` is ``"tool_calls"`` only for a turn whose calls all closed,
+  ``"length"`` when ``max_new_tokens`` cut it (an open call is reported under ``toolguard.truncated``, never
+  as a tool call), ``"repetition"`` when the ``RunawayStoppingCriteria`` found a loop (in free text or inside
+  a string argument), ``"stop"`` otherwise;
+- **streaming** (``chat_stream`` or ``chat(stream=True)``): OpenAI ``chat.completion.chunk`` dicts. Content
+  streams as it is decoded, holding back only bytes that may be the start of the call marker. Tool calls are
+  held until the turn ends well (``stream_calls="hold"``, the default: a truncated or looping call is never
+  shown), or streamed as they are written (``"pass"``: name first, then argument fragments).
+
+Cost per token: one model pass (fewer with jump-forward), the engine's mask, ``_mask.apply_mask`` and the
+runaway detector's O(1) push. The final message is parsed by ``toolguard.formats.parse``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .._exceptions import UsageError
+from .._runaway import RunawayDetector
+from ..formats import parse
+from ._compile import DEFAULT_COMPILE_TIMEOUT
+from ._mask import apply_mask
+from ._processor import DEFAULT_ENGINE, DEFAULT_SEPARATORS, Unenforced, as_toolset, build_turn_grammar
+from ._stopping import RunawayStoppingCriteria
+from ._turn import TurnGrammar, TurnState
+from ._vocab import end_token_ids
+
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "GeneratorStats", "LocalGenerator"]
+
+DEFAULT_MAX_NEW_TOKENS = 512
+FinishReason = Literal["stop", "tool_calls", "length", "repetition"]
+_PARSE_FORMAT = {"hermes": "hermes", "json": "openai"}
+
+
+@dataclass(slots=True)
+class GeneratorStats:
+    """Counters over a generator's life (``LocalGenerator.stats``) or one request (``result["toolguard"]``)."""
+
+    requests: int = 0
+    forward_passes: int = 0
+    tokens_generated: int = 0
+    tokens_forced: int = 0  # appended by jump-forward, each one a forward pass saved
+    tokens_masked: int = 0  # sampled under a grammar mask
+    mask_seconds: float = 0.0
+    forward_seconds: float = 0.0
+
+    def add(self, other: GeneratorStats) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one request produced (filled by ``_decode``)."""
+
+    state: TurnState
+    prompt_tokens: int
+    grammar: TurnGrammar
+    stats: GeneratorStats = field(default_factory=GeneratorStats)
+    finish: FinishReason = "stop"
+    runaway: Any = None
+    tokens: list[int] = field(default_factory=list)
+
+
+class LocalGenerator:
+    """Chat completions from a local ``model`` and ``tokenizer`` with grammar-enforced tool calls.
+
+    ``engine``/``format``/``max_string_length``/``close_objects``/``compile_timeout`` are as for
+    ``ToolCallLogitsProcessor``, and so is ``unenforced`` (with ``"check"``, calls breaking a keyword the
+    grammar could not enforce are listed under ``toolguard.invalid``). ``end_token_ids`` defaults to every eos id the tokenizer, the model config and
+    its generation config declare. ``runaway`` builds the per-request ``RunawayDetector`` (None disables it).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        engine: str = DEFAULT_ENGINE,
+        format: str = "hermes",
+        max_string_length: int | None = None,
+        close_objects: bool = True,
+        separators: tuple[str, str] = DEFAULT_SEPARATORS,
+        compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
+        end_token_ids: Sequence[int] | None = None,
+        runaway: Callable[[], RunawayDetector] | None = RunawayDetector,
+        model_name: str | None = None,
+        unenforced: Unenforced = "error",
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.engine = engine
+        self.format = format
+        self.max_string_length = max_string_length
+        self.close_objects = close_objects
+        self.separators = separators
+        self.compile_timeout = compile_timeout
+        self.unenforced: Unenforced = unenforced
+        self.end_token_ids = tuple(end_token_ids) if end_token_ids else end_token_ids_of(tokenizer, model)
+        self.runaway = runaway
+        self.model_name = model_name or str(getattr(getattr(model, "config", None), "_name_or_path", "") or "local")
+        self.stats = GeneratorStats()
+
+    # ---- public API --------------------------------------------------------------------------------------
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Any = None,
+        tool_choice: Any = "auto",
+        parallel_tool_calls: bool = False,
+        max_calls: int | None = None,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stream: bool = False,
+        stream_calls: Literal["hold", "pass"] = "hold",
+        include_usage: bool = False,
+        logits_processors: Sequence[Any] = (),
+    ) -> Any:
+        """One assistant turn as an OpenAI ``chat.completion`` dict (or, with ``stream=True``, an iterator of
+        ``chat.completion.chunk`` dicts, as ``chat_stream``). ``result["toolguard"]`` carries the stats, an
+        open call cut by the length limit (``truncated``), the runaway found, and parse notes."""
+        kwargs = dict(tools=tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
+                      max_calls=max_calls, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                      logits_processors=logits_processors)
+        if stream:
+            return self.chat_stream(messages, stream_calls=stream_calls, include_usage=include_usage, **kwargs)
+        steps = self._decode(messages, **kwargs)
+        run = _drain(steps)
+        return _completion(self, run, seed)
+
+    def chat_stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream_calls: Literal["hold", "pass"] = "hold",
+        include_usage: bool = False,
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> Iterator[dict[str, Any]]:
+        """The streaming twin of ``chat``: OpenAI ``chat.completion.chunk`` dicts (see the module docstring)."""
+        if stream_calls not in ("hold", "pass"):
+            raise UsageError(f"stream_calls must be 'hold' or 'pass', not {stream_calls!r}")
+        steps = self._decode(messages, seed=seed, **kwargs)
+        return _Streamer(self, steps, stream_calls, include_usage, seed).chunks()
+
+    # ---- decoding ----------------------------------------------------------------------------------------
+    def prompt_ids(self, messages: Sequence[Mapping[str, Any]], tools: Any = None) -> list[int]:
+        """The prompt for ``messages``: the tokenizer's chat template when it has one (tools passed to it), else
+        a plain ``role: content`` rendering with the tool list in a system line."""
+        tok = self.tokenizer
+        openai_tools = as_toolset(tools).to_openai() if tools is not None else None
+        if getattr(tok, "chat_template", None):
+            ids = tok.apply_chat_template(list(messages), tools=openai_tools or None, add_generation_prompt=True,
+                                          tokenize=True, return_dict=False)
+            return [int(i) for i in ids]
+        import json
+
+        lines = []
+        if openai_tools:
+            lines.append("system: tools: " + json.dumps(openai_tools))
+        lines += [f"{m.get('role')}: {m.get('content') or ''}" for m in messages]
+        lines.append("assistant:")
+        return list(tok.encode("\n".join(lines) + " "))
+
+    def _decode(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Any,
+        tool_choice: Any,
+        parallel_tool_calls: bool,
+        max_calls: int | None,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        logits_processors: Sequence[Any],
+    ) -> Iterator[tuple[list[int], _Run]]:
+        """Yields ``(new tokens, run)`` after each model pass; the last yield has ``run.finish`` set."""
+        import torch
+
+        if max_new_tokens < 1:
+            raise UsageError("max_new_tokens must be at least 1")
+        grammar = build_turn_grammar(
+            self.tokenizer, tools, tool_choice if tools is not None else "none", engine=self.engine,
+            format=self.format, parallel_tool_calls=parallel_tool_calls, max_calls=max_calls,
+            end_ids=self.end_token_ids,
+            max_string_length=self.max_string_length, close_objects=self.close_objects,
+            separators=self.separators, compile_timeout=self.compile_timeout, unenforced=self.unenforced,
+        )
+        prompt = self.prompt_ids(messages, tools)
+        state = grammar.new_state()
+        run = _Run(state, len(prompt), grammar)
+        stats = run.stats
+        stats.requests = 1
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed(seed if seed is not None else random.getrandbits(63))
+        device = getattr(self.model, "device", torch.device("cpu"))
+        total = len(prompt) + max_new_tokens
+        ids = torch.zeros((1, total), dtype=torch.long)
+        ids[0, : len(prompt)] = torch.tensor(prompt)
+        length = len(prompt)
+        criteria = (RunawayStoppingCriteria(self.tokenizer, detector_factory=self.runaway, prompt_length=length)
+                    if self.runaway is not None else None)
+        n_vocab = grammar.n_vocab
+        ends = set(grammar.end_ids)
+        pending = prompt
+        cache_arg = _cache_argument(self.model)
+        past = None
+        try:
+            while True:
+                t0 = time.perf_counter()
+                with torch.inference_mode():
+                    out = self.model(input_ids=torch.tensor([pending], device=device), use_cache=True,
+                                     **{cache_arg: past})
+                past = out[cache_arg] if cache_arg in out else out.past_key_values
+                logits = out.logits[0, -1].float().cpu().clone()
+                stats.forward_passes += 1
+                t1 = time.perf_counter()
+                stats.forward_seconds += t1 - t0
+                for proc in logits_processors:
+                    logits = proc(ids[:, :length], logits[None])[0]
+                mask = state.mask()
+                apply_mask(logits, mask, n_vocab)
+                stats.tokens_masked += mask.kind != "all"
+                t2 = time.perf_counter()
+                token = _sample(logits, temperature, top_p, gen)
+                t3 = time.perf_counter()
+                state.advance(token)
+                new = [token]
+                if token not in ends and state.phase not in ("done", "error"):
+                    budget = max_new_tokens - (length - len(prompt)) - 1
+                    while budget > 0:
+                        forced = state.forced()[:budget]
+                        if not forced:
+                            break
+                        for f in forced:
+                            state.advance(f, forced=True)
+                        new += forced
+                        budget -= len(forced)
+                        stats.tokens_forced += len(forced)
+                stats.mask_seconds += (t2 - t1) + (time.perf_counter() - t3)
+                ids[0, length : length + len(new)] = torch.tensor(new)
+                length += len(new)
+                run.tokens += new
+                stats.tokens_generated += len(new)
+                if criteria is not None and criteria(ids[:, :length])[0]:
+                    run.runaway = criteria.runaways[0]
+                    run.finish = "repetition"
+                elif token in ends or state.finished:
+                    run.finish = "tool_calls" if state.call_spans else "stop"
+                elif state.phase == "error":  # pragma: no cover - the mask makes this unreachable
+                    raise UsageError(f"the turn automaton rejected a sampled token: {state.error}")
+                elif length - len(prompt) >= max_new_tokens:
+                    run.finish = "length"
+                else:
+                    yield new, run
+                    pending = new
+                    continue
+                yield new, run
+                return
+        finally:
+            self.stats.add(stats)
+
+
+def _cache_argument(model: Any) -> str:
+    """transformers 5.x names the KV cache ``cache``; earlier versions ``past_key_values``."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def end_token_ids_of(tokenizer: Any, model: Any) -> tuple[int, ...]:
+    return end_token_ids(tokenizer, model)
+
+
+def _drain(steps: Iterator[tuple[list[int], _Run]]) -> _Run:
+    run = None
+    for _, run in steps:
+        pass
+    assert run is not None
+    return run
+
+
+def _sample(logits: Any, temperature: float, top_p: float, gen: Any) -> int:
+    import torch
+
+    if temperature <= 0:
+        return int(torch.argmax(logits).item())
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < top_p
+        sorted_probs = sorted_probs * keep
+        choice = torch.multinomial(sorted_probs, 1, generator=gen)
+        return int(order[choice].item())
+    return int(torch.multinomial(probs, 1, generator=gen).item())
+
+
+def _call_id(rng: random.Random) -> str:
+    return "call_" + "".join(rng.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(24))
+
+
+def _ids_rng(seed: int | None) -> random.Random:
+    return random.Random(seed if seed is not None else uuid.uuid4().int)
+
+
+class _Message:
+    """The final message of a run: content and calls (from ``formats.parse``), extras for ``toolguard``."""
+
+    def __init__(self, gen: LocalGenerator, run: _Run, seed: int | None) -> None:
+        state = run.state
+        text = state.buf.decode("utf-8", errors="replace")
+        parsed = parse(text, format=_PARSE_FORMAT.get(gen.format, "auto"))  # type: ignore[arg-type]
+        rng = _ids_rng(seed)
+        self.finish: FinishReason = run.finish
+        self.content = state.content_bytes().decode("utf-8", errors="replace")
+        self.calls: list[dict[str, Any]] = []
+        self.truncated = ""
+        notes = list(parsed.notes)
+        # The arguments are the exact text the model wrote (the parser re-serialises numbers and escapes);
+        # the parser cross-checks the names and the count.
+        raw = [_split_call(b.decode("utf-8", errors="replace"), gen.separators) for b in state.calls_bytes()]
+        if [name for name, _ in raw] != [c.name for c in parsed.tool_calls]:
+            notes.append(f"parser found calls {[c.name for c in parsed.tool_calls]}, the grammar closed "
+                         f"{[name for name, _ in raw]}")
+        if run.finish == "tool_calls":
+            self.calls = [
+                {"id": _call_id(rng), "type": "function", "function": {"name": name, "arguments": args}}
+                for name, args in raw
+            ]
+        elif state.call_spans or state.content_end is not None:
+            self.truncated = bytes(state.buf[state.content_end or 0:]).decode("utf-8", errors="replace")
+        invalid = _check_unenforced(run.grammar, raw) if run.grammar.unenforced else []
+        if run.runaway is not None and state.content_end is None:
+            keep = run.runaway.offset + run.runaway.period
+            self.content = self.content[:keep]
+        self.extras = {
+            "engine": gen.engine,
+            "stats": run.stats.as_dict(),
+            "truncated": self.truncated,
+            "runaway": None if run.runaway is None else {
+                "kind": run.runaway.kind, "unit": run.runaway.unit, "period": run.runaway.period,
+                "copies": run.runaway.copies, "offset": run.runaway.offset},
+            "notes": notes,
+            "unenforced": dict(run.grammar.unenforced),
+            "invalid": invalid,
+        }
+
+    def message(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or (None if self.calls else "")}
+        if self.calls:
+            msg["tool_calls"] = self.calls
+        return msg
+
+
+def _check_unenforced(grammar: TurnGrammar, calls: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Validate calls against the full schemas when the grammar left keywords out (``unenforced="check"``)."""
+    from .._stream import StreamValidator
+
+    out = []
+    for i, (name, arguments) in enumerate(calls):
+        tool = grammar.toolset.get(name) if grammar.toolset is not None else None
+        if tool is None or name not in grammar.unenforced:
+            continue
+        validator = StreamValidator(tool.parameters)
+        validator.feed(arguments)
+        verdict = validator.close()
+        if verdict.state != "complete":
+            err = verdict.error
+            out.append({"index": i, "name": name, "path": getattr(err, "path", ""),
+                        "message": getattr(err, "message", str(err))})
+    return out
+
+
+def _usage(run: _Run) -> dict[str, int]:
+    done = len(run.tokens)
+    return {"prompt_tokens": run.prompt_tokens, "completion_tokens": done, "total_tokens": run.prompt_tokens + done}
+
+
+def _completion_id() -> str:
+    return "chatcmpl-" + uuid.uuid4().hex[:24]
+
+
+def _completion(gen: LocalGenerator, run: _Run, seed: int | None) -> dict[str, Any]:
+    msg = _Message(gen, run, seed)
+    return {
+        "id": _completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": gen.model_name,
+        "choices": [{"index": 0, "message": msg.message(), "finish_reason": msg.finish, "logprobs": None}],
+        "usage": _usage(run),
+        "toolguard": msg.extras,
+    }
+
+
+class _Streamer:
+    """Turns decoding steps into ``chat.completion.chunk`` dicts."""
+
+    def __init__(self, gen: LocalGenerator, steps: Iterator[tuple[list[int], _Run]], stream_calls: str,
+                 include_usage: bool, seed: int | None) -> None:
+        self.gen = gen
+        self.steps = steps
+        self.hold = stream_calls == "hold"
+        self.include_usage = include_usage
+        self.seed = seed
+        self.id = _completion_id()
+        self.created = int(time.time())
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.sent_content = 0  # bytes of content released
+        self.rng = _ids_rng(seed)
+        self.call_sent: list[int] = []  # per call index: argument chars sent (pass mode)
+        self.call_ids: list[str] = []
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.gen.model_name,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
+
+    def chunks(self) -> Iterator[dict[str, Any]]:
+        yield self.chunk({"role": "assistant", "content": ""})
+        run = None
+        for _, run in self.steps:
+            text = self._content_delta(run.state, final=False)
+            if text:
+                yield self.chunk({"content": text})
+            if not self.hold:
+                yield from self._pass_calls(run.state)
+        assert run is not None
+        msg = _Message(self.gen, run, self.seed)
+        text = self._content_delta(run.state, final=True, limit=len(msg.content.encode()))
+        if text:
+            yield self.chunk({"content": text})
+        if self.hold and msg.calls:
+            for i, call in enumerate(msg.calls):
+                yield self.chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                  "function": {"name": call["function"]["name"],
+                                                               "arguments": call["function"]["arguments"]}}]})
+        elif not self.hold:
+            yield from self._pass_calls(run.state)
+        yield self.chunk({}, msg.finish, toolguard=msg.extras)
+        if self.include_usage:
+            yield {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                   "model": self.gen.model_name, "choices": [], "usage": _usage(run)}
+
+    def _content_delta(self, state: TurnState, *, final: bool, limit: int | None = None) -> str:
+        if state.content_end is not None:
+            end = state.content_end
+        elif final:
+            end = len(state.buf)
+        else:  # hold back bytes that may be the start of the call marker
+            end = len(state.buf) - state.marker_pending
+        if limit is not None:
+            end = min(end, limit)
+        if end <= self.sent_content:
+            return ""
+        data = bytes(state.buf[self.sent_content:end])
+        self.sent_content = end
+        return self.decoder.decode(data, final=final)
+
+    def _pass_calls(self, state: TurnState) -> Iterator[dict[str, Any]]:
+        grammar_spans = list(state.call_spans)
+        if state.phase == "call":
+            grammar_spans.append((state.open_call_start, -1))
+        for index, (start, end) in enumerate(grammar_spans):
+            raw = bytes(state.buf[start:] if end < 0 else state.buf[start:end])
+            text = raw.decode("utf-8", errors="ignore")
+            if index >= len(self.call_ids):
+                name = _name_of(text, self.gen.separators)
+                if name is None:
+                    return
+                self.call_ids.append(_call_id(self.rng))
+                self.call_sent.append(0)
+                yield self.chunk({"tool_calls": [{"index": index, "id": self.call_ids[index], "type": "function",
+                                                  "function": {"name": name, "arguments": ""}}]})
+            name = _name_of(text, self.gen.separators)
+            assert name is not None
+            prefix_len = len(_prefix(name, self.gen.separators))
+            args = text[prefix_len:-1] if end >= 0 else text[prefix_len:]
+            if len(args) > self.call_sent[index]:
+                piece = args[self.call_sent[index]:]
+                self.call_sent[index] = len(args)
+                yield self.chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+
+
+def _prefix(name: str, separators: tuple[str, str]) -> str:
+    import json
+
+    item, colon = separators
+    return "{" + '"name"' + colon + json.dumps(name, ensure_ascii=False) + item + '"arguments"' + colon
+
+
+def _split_call(text: str, separators: tuple[str, str]) -> tuple[str, str]:
+    """``(name, arguments text)`` of a closed call object written in the grammar's layout."""
+    name = _name_of(text, separators)
+    if name is None:  # pragma: no cover - the grammar only closes calls in this layout
+        raise ValueError(f"not a call object: {text[:80]!r}")
+    return name, text[len(_prefix(name, separators)) : -1]
+
+
+def _name_of(text: str, separators: tuple[str, str]) -> str | None:
+    """The tool name once the call text holds the whole ``{"name": ..., "arguments": `` prefix."""
+    import json
+
+    item, colon = separators
+    head = "{" + '"name"' + colon
+    if not text.startswith(head):
+        return None
+    try:
+        name, end = json.JSONDecoder().raw_decode(text, len(head))
+    except ValueError:
+        return None
+    rest = item + '"arguments"' + colon
+    if not isinstance(name, str) or not text.startswith(rest, end):
+        return None
+    return name

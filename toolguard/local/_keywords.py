@@ -1,0 +1,274 @@
+"""Schema pre-scan and preparation for grammar engines: refuse what an engine would ignore.
+
+Grammar engines quietly drop JSON Schema keywords they do not implement (outlines-core ignores numeric bounds,
+xgrammar falls back from ``oneOf`` to ``anyOf`` and ignores ``multipleOf`` on numbers, ``not``, ``if`` and
+``dependentRequired``), so a "constrained" model can still produce arguments the schema forbids. Before a
+schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema)) and:
+
+1. raises ``RemoteRefRefused`` for a ``$ref`` that is not local, and ``UnsupportedKeyword`` (naming the keyword,
+   the JSON pointer, the tool and the engine) for any assertion or applicator keyword the engine does not
+   enforce, or a ``format`` it does not know. The tables below were measured on this machine: for each
+   keyword, a valid and an invalid instance fed through the engine (tests/local/test_keywords.py re-checks
+   every entry). Keywords that only *restrict* generation further (xgrammar anchoring ``pattern``) are kept:
+   what the grammar lets through is still valid.
+2. rewrites draft-4..7 forms the engines misread (boolean ``exclusiveMinimum``/``exclusiveMaximum``, array
+   ``items`` with ``additionalItems``) into their 2020-12 equivalents;
+3. optionally caps free strings (``max_string_length``) and closes objects that list ``properties``
+   (``additionalProperties: false``), both of which only restrict generation.
+
+Annotations (``title``, ``description``, ``default``, ``examples``...) and unknown keywords (vendor extensions,
+which JSON Schema itself ignores) pass through untouched. The input is never mutated.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from .._exceptions import RemoteRefRefused, SchemaError, UnsupportedKeyword
+
+__all__ = ["ENGINE_FORMATS", "ENGINE_KEYWORDS", "EngineName", "prepare_schema"]
+
+EngineName = Literal["llguidance", "xgrammar", "outlines"]
+
+# Every assertion/applicator keyword of drafts 4..2020-12. Anything else is an annotation or unknown.
+_ASSERTIONS = frozenset({
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "maxContains",
+    "minContains", "maxProperties", "minProperties", "required", "dependentRequired", "dependencies",
+    "properties", "patternProperties", "additionalProperties", "propertyNames", "items", "prefixItems",
+    "additionalItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+    "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef",
+})
+
+_COMMON = frozenset({
+    "type", "enum", "const", "anyOf", "oneOf", "$ref", "properties", "additionalProperties", "required",
+    "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+})
+ENGINE_KEYWORDS: dict[str, frozenset[str]] = {
+    # llguidance also refuses, at compile time, oneOf it cannot prove disjoint, allOf it cannot intersect,
+    # overlapping patternProperties and min/maxProperties on partly-optional objects (mapped to
+    # UnsupportedKeyword by the engine adapter).
+    "llguidance": _COMMON | {
+        "allOf", "patternProperties", "minProperties", "maxProperties", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    },
+    # multipleOf only on integers (xgrammar ignores it on numbers); oneOf only when provably disjoint.
+    "xgrammar": _COMMON | {
+        "minProperties", "maxProperties", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "multipleOf",
+    },
+    # outlines-core ignores numeric bounds, uniqueItems, contains, min/maxProperties and propertyNames.
+    "outlines": _COMMON,
+}
+ENGINE_FORMATS: dict[str, frozenset[str]] = {
+    "llguidance": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
+                             "uuid", "uri"}),
+    "xgrammar": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "uuid",
+                           "uri"}),
+    "outlines": frozenset({"date-time", "time", "date", "email", "uuid", "uri"}),
+}
+
+_SCHEMA_KEYS = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",
+                "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_TYPE_OF_CONST = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null",
+                  list: "array", dict: "object"}
+
+
+def _esc(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def prepare_schema(
+    schema: Any,
+    *,
+    engine: str,
+    tool: str | None = None,
+    max_string_length: int | None = None,
+    close_objects: bool = False,
+    unenforced: list[str] | None = None,
+) -> Any:
+    """Scan ``schema`` for ``engine`` and return a prepared copy (see the module docstring).
+
+    Raises ``UnsupportedKeyword``, ``RemoteRefRefused`` or ``SchemaError`` (a ``$ref`` that does not resolve).
+    With ``unenforced`` (a list), keywords the engine cannot enforce are removed from the copy instead, and
+    their JSON pointers appended to the list: the caller must then validate the output itself.
+    """
+    if engine not in ENGINE_KEYWORDS:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {sorted(ENGINE_KEYWORDS)}")
+    out = copy.deepcopy(schema)
+    _Walker(engine, tool, max_string_length, close_objects, out, unenforced).walk(out, "", in_all_of=False)
+    return out
+
+
+class _Walker:
+    def __init__(self, engine: str, tool: str | None, cap: int | None, close: bool, root: Any,
+                 dropped: list[str] | None) -> None:
+        self.dropped = dropped
+        self.engine = engine
+        self.tool = tool
+        self.cap = cap
+        self.close = close
+        self.root = root
+        self.allowed = ENGINE_KEYWORDS[engine]
+        self.formats = ENGINE_FORMATS[engine]
+
+    def refuse(self, keyword: str, path: str) -> UnsupportedKeyword:
+        return UnsupportedKeyword(keyword, path=f"{path}/{_esc(keyword)}", tool=self.tool, engine=self.engine)
+
+    def walk(self, node: Any, path: str, *, in_all_of: bool) -> None:
+        if not isinstance(node, dict):
+            return
+        self._rewrite_drafts(node)
+        for key in list(node):
+            if key in _ASSERTIONS and key not in self.allowed:
+                self._unsupported(node, key, path, "")
+        if "format" in node and isinstance(node["format"], str) and node["format"] not in self.formats:
+            self._unsupported(node, "format", path,
+                              f"format {node['format']!r} is not one of {sorted(self.formats)} for {self.engine}")
+        if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
+            self._unsupported(node, "multipleOf", path,
+                              'xgrammar enforces multipleOf on integers only; add "type": "integer"')
+        if "oneOf" in node and self.engine != "llguidance" and not _disjoint(node["oneOf"], self.root):
+            if self.dropped is not None:
+                self.dropped.append(f"{path}/oneOf")
+                node["anyOf"] = node.pop("oneOf")
+            else:
+                exc = self.refuse("oneOf", path)
+                exc.add_note(f"{self.engine} treats oneOf as anyOf; toolguard accepts oneOf only when its "
+                             "branches are provably disjoint (distinct types, or distinct const/enum on a "
+                             "required property)")
+                raise exc
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            self._check_ref(ref, path)
+        self._cap_and_close(node, in_all_of)
+        for key in _SCHEMA_KEYS:
+            if key in node and isinstance(node[key], dict):
+                self.walk(node[key], f"{path}/{key}", in_all_of=False)
+        for key in _SCHEMA_MAPS:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                for name, child in sub.items():
+                    self.walk(child, f"{path}/{key}/{_esc(str(name))}", in_all_of=False)
+        for key in _SCHEMA_LISTS:
+            sub = node.get(key)
+            if isinstance(sub, list):
+                for i, child in enumerate(sub):
+                    self.walk(child, f"{path}/{key}/{i}", in_all_of=key == "allOf")
+
+    @staticmethod
+    def _rewrite_drafts(node: dict[str, Any]) -> None:
+        for bound, excl in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+            flag = node.get(excl)
+            if isinstance(flag, bool):
+                if flag and bound in node:
+                    node[excl] = node.pop(bound)
+                else:
+                    del node[excl]
+        items = node.get("items")
+        if isinstance(items, list):
+            node["prefixItems"] = node.pop("items")
+            extra = node.pop("additionalItems", None)
+            if extra is not None:
+                node["items"] = extra
+        elif "additionalItems" in node:
+            del node["additionalItems"]  # without an items array it has no effect (all drafts)
+
+    def _unsupported(self, node: dict[str, Any], key: str, path: str, note: str) -> None:
+        if self.dropped is not None:
+            self.dropped.append(f"{path}/{_esc(key)}")
+            del node[key]
+            return
+        exc = self.refuse(key, path)
+        if note:
+            exc.add_note(note)
+        raise exc
+
+    def _check_ref(self, ref: str, path: str) -> None:
+        if not ref.startswith("#"):
+            raise RemoteRefRefused(f"$ref {ref!r} is not local; toolguard never fetches schemas",
+                                   path=f"{path}/$ref", tool=self.tool)
+        target: Any = self.root
+        for part in ref[1:].lstrip("/").split("/") if ref not in ("#", "#/") else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                raise SchemaError(f"$ref {ref!r} does not resolve", path=f"{path}/$ref", tool=self.tool)
+
+    def _cap_and_close(self, node: dict[str, Any], in_all_of: bool) -> None:
+        types = node.get("type")
+        is_string = types == "string" or (isinstance(types, list) and "string" in types)
+        if (self.cap is not None and is_string and not {"enum", "const", "format", "pattern"} & node.keys()):
+            floor = node.get("minLength", 0)
+            node["maxLength"] = max(min(node.get("maxLength", self.cap), self.cap), floor)
+        if (self.close and not in_all_of and isinstance(node.get("properties"), dict)
+                and not {"additionalProperties", "patternProperties", "unevaluatedProperties",
+                         "allOf", "anyOf", "oneOf", "$ref"} & node.keys()):
+            node["additionalProperties"] = False
+
+
+def _only_integer(node: Mapping[str, Any]) -> bool:
+    return node.get("type") == "integer"
+
+
+def _types_of(branch: Any, root: Any, depth: int = 0) -> set[str] | None:
+    """The JSON types a branch can take, if the branch says so explicitly (None = unknown/any)."""
+    if not isinstance(branch, dict) or depth > 8:
+        return None
+    if isinstance(branch.get("$ref"), str) and branch["$ref"].startswith("#/"):
+        target: Any = root
+        for part in branch["$ref"][2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+        return _types_of(target, root, depth + 1)
+    if "const" in branch:
+        return {_TYPE_OF_CONST.get(type(branch["const"]), "?")}
+    if isinstance(branch.get("enum"), list):
+        return {_TYPE_OF_CONST.get(type(v), "?") for v in branch["enum"]}
+    t = branch.get("type")
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list) and all(isinstance(x, str) for x in t):
+        return set(t)
+    return None
+
+
+def _discriminators(branch: Any) -> dict[str, set[str]]:
+    """Required properties with const/enum values: name -> set of JSON-encoded values."""
+    import json
+
+    out: dict[str, set[str]] = {}
+    if not isinstance(branch, dict):
+        return out
+    props = branch.get("properties") or {}
+    for name in branch.get("required") or ():
+        sub = props.get(name) if isinstance(props, dict) else None
+        if isinstance(sub, dict):
+            if "const" in sub:
+                out[name] = {json.dumps(sub["const"], sort_keys=True)}
+            elif isinstance(sub.get("enum"), list):
+                out[name] = {json.dumps(v, sort_keys=True) for v in sub["enum"]}
+    return out
+
+
+def _disjoint(branches: Any, root: Any) -> bool:
+    """True when no JSON value can match two branches of a oneOf (a conservative check)."""
+    if not isinstance(branches, list):
+        return False
+    types = [_types_of(b, root) for b in branches]
+    if all(t is not None for t in types):
+        expanded = [t | ({"number"} if "integer" in t else set()) | ({"integer"} if "number" in t else set())
+                    for t in types if t is not None]
+        if all(not (expanded[i] & expanded[j]) for i in range(len(expanded)) for j in range(i)):
+            return True
+    discs = [_discriminators(b) for b in branches]
+    if not discs or not all(discs):
+        return False
+    common = set(discs[0]).intersection(*discs[1:])
+    return any(all(not (discs[i][k] & discs[j][k]) for i in range(len(discs)) for j in range(i)) for k in common)

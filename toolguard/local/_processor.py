@@ -1,0 +1,229 @@
+"""``ToolCallLogitsProcessor``: grammar-constrained tool calls inside ``model.generate()``.
+
+The processor owns one ``TurnState`` per row of the batch. On each call it first feeds every row the token
+``generate()`` appended since the previous call, then masks that row's logits (``_mask.apply_mask``). A new
+``generate()`` call (the sequence length did not grow by one) starts fresh states. Rows that ended (an
+end-of-turn token) are left alone, so ``generate()`` can pad them.
+
+Jump-forward needs to append several tokens per model pass, which ``generate()`` cannot do: there, forced
+tokens appear as single-token masks (counted in ``stats.forced``). ``LocalGenerator`` runs its own decoding
+loop and skips those passes.
+
+Construction compiles the call grammar (cached, with a deadline) and so raises early: ``UnsupportedKeyword``,
+``RemoteRefRefused``, ``GrammarCompileTimeout``, ``GrammarError``, ``UsageError`` (an unknown tool name, a
+tokenizer without an end-of-turn token).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .._exceptions import UsageError
+from .._tools import ToolSet
+from ._compile import DEFAULT_COMPILE_TIMEOUT, compile_call_grammar
+from ._engines import get_engine, spec_for
+from ._keywords import prepare_schema
+from ._mask import apply_mask
+from ._turn import FORMATS, TurnGrammar, TurnState
+from ._vocab import Vocab, end_token_ids
+
+__all__ = ["DEFAULT_ENGINE", "DEFAULT_SEPARATORS", "ProcessorStats", "ToolCallLogitsProcessor",
+           "build_turn_grammar", "normalize_tool_choice"]
+
+#: Chosen by measurement (benchmarks/RESULTS-grammar.md): llguidance compiles tool sets in about a
+#: millisecond (xgrammar: tens of ms cold, outlines-core: seconds to a minute), has the widest JSONSchemaBench
+#: coverage, refuses keywords it cannot enforce instead of dropping them, and its masks are fast enough.
+DEFAULT_ENGINE = "llguidance"
+#: ``"error"``: refuse a schema keyword the engine cannot enforce (``UnsupportedKeyword``). ``"check"``: drop
+#: it from the grammar and validate each finished call against the full schema afterwards (LocalGenerator
+#: reports failures under ``toolguard.invalid``); for schemas such as ``uniqueItems`` arrays.
+Unenforced = Literal["error", "check"]
+#: The separators hermes/Qwen chat templates render (``tojson``); no other whitespace is allowed.
+DEFAULT_SEPARATORS = (", ", ": ")
+
+
+@dataclass(slots=True)
+class ProcessorStats:
+    """Counters over the processor's life: ``steps`` masked rows, ``forced`` rows with one allowed token,
+    ``mask_seconds`` spent computing and applying masks (including feeding tokens)."""
+
+    steps: int = 0
+    forced: int = 0
+    mask_seconds: float = 0.0
+
+
+def normalize_tool_choice(tool_choice: Any, toolset: ToolSet) -> tuple[str, list[str]]:
+    """``(mode, tool names)`` from an OpenAI-style ``tool_choice``: "auto", "required", "none", a tool name,
+    or ``{"type": "function", "function": {"name": ...}}``."""
+    if isinstance(tool_choice, Mapping):
+        fn = tool_choice.get("function") or {}
+        tool_choice = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(tool_choice, str):
+            raise UsageError("tool_choice object needs function.name")
+    if tool_choice in (None, "auto"):
+        mode = "auto"
+    elif tool_choice in ("required", "any"):
+        mode = "required"
+    elif tool_choice == "none":
+        return "none", []
+    elif isinstance(tool_choice, str):
+        if tool_choice not in toolset:
+            raise UsageError(f"tool_choice names {tool_choice!r}, which is not among the tools: {toolset.names}")
+        return "required", [tool_choice]
+    else:
+        raise UsageError(f"tool_choice must be 'auto', 'required', 'none' or a tool name, not {tool_choice!r}")
+    if not len(toolset):
+        if mode == "required":
+            raise UsageError("tool_choice='required' needs at least one tool")
+        return "none", []
+    return mode, toolset.names
+
+
+def as_toolset(tools: Any) -> ToolSet:
+    if isinstance(tools, ToolSet):
+        return tools
+    if tools is None:
+        return ToolSet()
+    return ToolSet.from_openai(list(tools))
+
+
+def build_turn_grammar(
+    tokenizer: Any,
+    toolset: ToolSet | Iterable[Mapping[str, Any]] | None,
+    tool_choice: Any = "auto",
+    *,
+    engine: str = DEFAULT_ENGINE,
+    format: str = "hermes",
+    parallel_tool_calls: bool = False,
+    max_calls: int | None = None,
+    end_ids: Sequence[int] = (),
+    max_string_length: int | None = None,
+    close_objects: bool = True,
+    separators: tuple[str, str] = DEFAULT_SEPARATORS,
+    compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
+    unenforced: Unenforced = "error",
+) -> TurnGrammar:
+    """Prepare the schemas, compile the call grammar (cached) and return the shared ``TurnGrammar``."""
+    if format not in FORMATS:
+        raise UsageError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+    tools = as_toolset(toolset)
+    mode, names = normalize_tool_choice(tool_choice, tools)
+    vocab = Vocab.of(tokenizer)
+    eng = get_engine(engine)
+    if unenforced not in ("error", "check"):
+        raise UsageError(f"unenforced must be 'error' or 'check', not {unenforced!r}")
+    compiled = None
+    dropped: dict[str, list[str]] = {}
+    if mode != "none":
+        prepared = []
+        for name in names:
+            lost: list[str] | None = [] if unenforced == "check" else None
+            prepared.append((name, prepare_schema(tools[name].parameters, engine=engine, tool=name,
+                                                  max_string_length=max_string_length,
+                                                  close_objects=close_objects, unenforced=lost)))
+            if lost:
+                dropped[name] = lost
+        spec = spec_for(prepared, separators=separators, close_objects=close_objects,
+                        lenient=unenforced == "check")
+        compiled = compile_call_grammar(eng, vocab, spec, vocab.size, timeout=compile_timeout)
+    ends = tuple(end_ids) or end_token_ids(tokenizer)
+    if max_calls is not None and max_calls < 1:
+        raise UsageError("max_calls must be at least 1")
+    grammar = TurnGrammar(vocab, eng, compiled, mode, FORMATS[format], parallel_tool_calls,  # type: ignore[arg-type]
+                          ends, vocab.size, max_calls)
+    grammar.unenforced = dropped
+    grammar.toolset = tools
+    return grammar
+
+
+class ToolCallLogitsProcessor:
+    """A transformers ``LogitsProcessor`` that constrains each row to one well-formed assistant turn.
+
+    ``tool_choice``: ``"auto"`` (free text, or calls once the model opens one), ``"required"`` (calls only),
+    ``"none"`` (text that never opens a call) or a tool name. ``format``: ``"hermes"``
+    (``<tool_call>\\n{...}\\n</tool_call>``) or ``"json"`` (the bare call object; a list with
+    ``parallel_tool_calls``, at most ``max_calls`` of them). End-of-turn ids: ``end_token_ids``, else every eos id declared by the tokenizer and
+    by ``generation_config`` (a ``GenerationConfig``, config or model). ``max_string_length`` caps free strings;
+    ``close_objects`` forbids properties a schema does not list (default on: models cannot invent arguments).
+    ``unenforced``: ``"error"`` (default) or ``"check"`` (see ``Unenforced``).
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        toolset: ToolSet | Iterable[Mapping[str, Any]] | None,
+        tool_choice: Any = "auto",
+        *,
+        engine: str = DEFAULT_ENGINE,
+        format: str = "hermes",
+        parallel_tool_calls: bool = False,
+        max_calls: int | None = None,
+        end_token_ids: Sequence[int] | None = None,
+        generation_config: Any = None,
+        max_string_length: int | None = None,
+        close_objects: bool = True,
+        separators: tuple[str, str] = DEFAULT_SEPARATORS,
+        compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
+        unenforced: Unenforced = "error",
+    ) -> None:
+        ends = tuple(end_token_ids) if end_token_ids else _end_ids(tokenizer, generation_config)
+        self.grammar = build_turn_grammar(
+            tokenizer, toolset, tool_choice, engine=engine, format=format, parallel_tool_calls=parallel_tool_calls,
+            max_calls=max_calls, end_ids=ends, max_string_length=max_string_length, close_objects=close_objects,
+            separators=separators, compile_timeout=compile_timeout, unenforced=unenforced,
+        )
+        self.states: list[TurnState] = []
+        self.stats = ProcessorStats()
+        self._length = -1
+
+    @property
+    def end_token_ids(self) -> tuple[int, ...]:
+        return self.grammar.end_ids
+
+    def reset(self) -> None:
+        """Forget the per-row states (the next call starts a new turn)."""
+        self.states = []
+        self._length = -1
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        start = time.perf_counter()
+        batch, length = input_ids.shape[0], input_ids.shape[1]
+        if len(self.states) != batch or length != self._length + 1:
+            self.states = [self.grammar.new_state() for _ in range(batch)]
+        else:
+            last = input_ids[:, -1].tolist()
+            for state, token in zip(self.states, last, strict=True):
+                if state.phase != "done":
+                    state.advance(int(token))
+        self._length = length
+        n = self.grammar.n_vocab
+        for row, state in enumerate(self.states):
+            mask = state.mask()
+            self.stats.steps += 1
+            self.stats.forced += mask.kind == "single"
+            apply_mask(scores[row], mask, n)
+        self.stats.mask_seconds += time.perf_counter() - start
+        return scores
+
+    def stopping_criteria(self) -> Any:
+        """A ``StoppingCriteria`` that ends each row at its first end-of-turn token, for when the grammar's end
+        ids are not all in ``generation_config.eos_token_id``."""
+        from transformers import StoppingCriteria
+
+        ends = frozenset(self.grammar.end_ids)
+
+        class _TurnOver(StoppingCriteria):  # type: ignore[misc]
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                import torch
+
+                last = input_ids[:, -1].tolist()
+                return torch.tensor([t in ends for t in last], dtype=torch.bool, device=input_ids.device)
+
+        return _TurnOver()
+
+
+def _end_ids(tokenizer: Any, generation_config: Any) -> tuple[int, ...]:
+    return end_token_ids(tokenizer, generation_config) if generation_config is not None else end_token_ids(tokenizer)

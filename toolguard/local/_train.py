@@ -1,0 +1,505 @@
+"""Train the embedded demo model: a byte-level BPE tokenizer and a small Llama-style causal LM, on CPU.
+
+Theory of operation: ``train_demo_model`` draws synthetic dialogues (``_synthetic.generate_dialogues``),
+renders them with the demo chat template, trains a tokenizer on that text plus a little generated prose, then
+trains a randomly initialised ``LlamaForCausalLM`` with plain torch (AdamW, warmup + cosine decay) on the
+assistant tokens only (the loss mask covers everything between ``<|im_start|>assistant\\n`` and its
+``<|im_end|>``). Batches are drawn from length buckets to keep padding small. Every random choice is seeded
+(``random.Random``, ``torch.manual_seed``); with the same thread count the run is bit-for-bit repeatable. Cost
+is O(steps x batch x length) forward/backward passes; the defaults fit in about ten minutes on two cores.
+
+The output folder holds ``config.json``, ``generation_config.json``, ``model.safetensors``, the tokenizer
+files, ``chat_template.jinja``, ``tools.json`` (the tool sets the model was trained on) and ``training.json``
+(the command's parameters, wall time and accuracy on held-out requests).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._fixtures import END_OF_TEXT, IM_END, IM_START, TOOL_TOKENS
+from ._synthetic import (
+    _SMALL_TALK,
+    TOOLS_DIR,
+    Dialogue,
+    Example,
+    generate_dialogues,
+    generate_requests,
+    load_tool_sets,
+)
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
+
+__all__ = [
+    "DEMO_CHAT_TEMPLATE",
+    "TrainConfig",
+    "build_demo_tokenizer",
+    "evaluate_guarded",
+    "evaluate_requests",
+    "train_demo_model",
+]
+
+# The hermes/Qwen template of toolguard.local._fixtures, with one change: tools are listed as compact
+# signatures, ``name(arg1, arg2)``, instead of their whole JSON, so a prompt with ten tools costs ~100 tokens,
+# which keeps CPU training short. Calls, tool results and turns are rendered exactly as in the fixtures.
+DEMO_CHAT_TEMPLATE = (
+    "{% set nl = '\\n' %}"
+    "{% set ns = namespace(system=none) %}"
+    "{% if messages and messages[0]['role'] == 'system' %}"
+    "{% set ns.system = messages[0]['content'] %}{% endif %}"
+    "{% if tools %}"
+    "<|im_start|>system\n"
+    "{% if ns.system %}{{ ns.system }}{{ nl }}{{ nl }}{% endif %}"
+    "# Tools\n<tools>"
+    "{% for tool in tools %}"
+    "{% set f = tool['function'] if tool['function'] is defined else tool %}"
+    "{{ nl }}{{ f['name'] }}("
+    "{% if f['parameters'] is defined and f['parameters'] and f['parameters']['properties'] is defined %}"
+    "{% for p in f['parameters']['properties'] %}{{ p }}{% if not loop.last %}, {% endif %}{% endfor %}"
+    "{% endif %})"
+    "{% endfor %}{{ nl }}</tools><|im_end|>\n"
+    "{% elif ns.system %}"
+    "<|im_start|>system\n{{ ns.system }}<|im_end|>{{ nl }}"
+    "{% endif %}"
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' %}"
+    "{% elif m['role'] == 'tool' %}"
+    "<|im_start|>user\n<tool_response>\n{{ m['content'] }}\n</tool_response><|im_end|>{{ nl }}"
+    "{% elif m['role'] == 'assistant' and m['tool_calls'] is defined and m['tool_calls'] %}"
+    "<|im_start|>assistant\n"
+    "{% if m['content'] %}{{ m['content'] }}{{ nl }}{% endif %}"
+    "{% for tc in m['tool_calls'] %}"
+    "{% set f = tc['function'] if tc['function'] is defined else tc %}"
+    "{% if not loop.first %}{{ nl }}{% endif %}"
+    '<tool_call>\n{"name": "{{ f["name"] }}", "arguments": '
+    "{% if f['arguments'] is string %}{{ f['arguments'] }}{% else %}{{ f['arguments'] | tojson }}{% endif %}"
+    "}{{ nl }}</tool_call>"
+    "{% endfor %}"
+    "<|im_end|>{{ nl }}"
+    "{% else %}"
+    "<|im_start|>{{ m['role'] }}\n{{ m['content'] if m['content'] else '' }}<|im_end|>{{ nl }}"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
+)
+
+_ASSISTANT_OPEN = f"{IM_START}assistant\n"
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    """Every knob of a training run (recorded in ``training.json``)."""
+
+    seed: int = 0
+    dialogues: int = 24_000
+    vocab_size: int = 3072
+    hidden_size: int = 192
+    layers: int = 4
+    heads: int = 4
+    kv_heads: int = 4
+    intermediate_size: int = 512
+    steps: int = 1500
+    batch_size: int = 24
+    lr: float = 3e-3
+    warmup: int = 100
+    weight_decay: float = 0.05
+    threads: int = 2
+    eval_requests: int = 200
+
+
+# -- tokenizer ---------------------------------------------------------------------------------------
+
+
+def _prose(seed: int) -> list[str]:
+    """A little English beyond the dialogues, so ordinary words get tokens (generated: reproducible)."""
+    rng = random.Random(seed)
+    replies = [reply for _, reply in _SMALL_TALK]
+    subjects = ["The model", "A tool", "The user", "This assistant", "The weather", "Every request", "A file"]
+    verbs = ["reads", "writes", "checks", "answers", "calls", "returns", "shows", "finds", "creates", "lists"]
+    objects = [
+        "the forecast",
+        "a short answer",
+        "the calendar",
+        "the result",
+        "a web page",
+        "the numbers",
+        "an event",
+        "the directory",
+        "the temperature",
+        "a message",
+    ]
+    lines = [f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}." for _ in range(2000)]
+    return replies + lines
+
+
+def build_demo_tokenizer(texts: Sequence[str], *, vocab_size: int) -> PreTrainedTokenizerFast:
+    """A byte-level BPE like ``_fixtures.build_tokenizer`` (same special and added tokens, same ids), but
+    splitting digits one by one, so the model copies numbers digit by digit."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(TOOL_TOKENS),
+        min_frequency=2,
+        special_tokens=[END_OF_TEXT, IM_START, IM_END],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TOOL_TOKENS])
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=IM_END,
+        pad_token=END_OF_TEXT,
+        bos_token=None,
+        unk_token=None,
+        additional_special_tokens=[IM_START],
+    )
+    hf.chat_template = DEMO_CHAT_TEMPLATE
+    return hf
+
+
+# -- data --------------------------------------------------------------------------------------------
+
+
+def _encode(
+    tokenizer: Any, text: str, *, max_len: int, skip: frozenset[int] = frozenset()
+) -> tuple[list[int], list[int]]:
+    """Token ids and a 0/1 loss mask: 1 on the tokens of assistant turns (including their ``<|im_end|>``),
+    except the assistant turns whose ordinal is in ``skip``."""
+    enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
+    spans: list[tuple[int, int]] = []
+    skipped: list[tuple[int, int]] = []
+    start = text.find(_ASSISTANT_OPEN)
+    while start >= 0:
+        body = start + len(_ASSISTANT_OPEN)
+        end = text.find(IM_END, body)
+        end = len(text) if end < 0 else end + len(IM_END)
+        if len(spans) + len(skipped) in skip:
+            skipped.append((body, end))
+        else:
+            spans.append((body, end))
+        start = text.find(_ASSISTANT_OPEN, end)
+    ids: list[int] = enc["input_ids"][:max_len]
+    mask = []
+    for a, _b in enc["offset_mapping"][:max_len]:
+        mask.append(int(any(s <= a < e for s, e in spans)))
+    return ids, mask
+
+
+# -- model -------------------------------------------------------------------------------------------
+
+
+def _build_model(tokenizer: Any, cfg: TrainConfig) -> LlamaForCausalLM:
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    eos_ids = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT)]
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads,
+        num_key_value_heads=cfg.kv_heads,
+        max_position_embeddings=2048,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=eos_ids,
+        bos_token_id=None,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(cfg.seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=eos_ids, pad_token_id=tokenizer.pad_token_id, bos_token_id=None, do_sample=False
+    )
+    return model
+
+
+def _batches(
+    rows: list[tuple[list[int], list[int]]], *, batch_size: int, steps: int, seed: int, pad_id: int
+) -> Any:
+    """Yield (input_ids, labels): each batch drawn from one length bucket, padded to its longest row."""
+    import torch
+
+    rng = random.Random(f"batches:{seed}")
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+    buckets = [order[i : i + batch_size * 8] for i in range(0, len(order), batch_size * 8)]
+    for _ in range(steps):
+        bucket = rng.choice(buckets)
+        picked = rng.sample(bucket, min(batch_size, len(bucket)))
+        width = max(len(rows[i][0]) for i in picked)
+        ids = torch.full((len(picked), width), pad_id, dtype=torch.long)
+        labels = torch.full((len(picked), width), -100, dtype=torch.long)
+        for r, i in enumerate(picked):
+            row_ids, row_mask = rows[i]
+            ids[r, : len(row_ids)] = torch.tensor(row_ids)
+            lab = torch.tensor([t if m else -100 for t, m in zip(row_ids, row_mask, strict=True)])
+            labels[r, : len(row_ids)] = lab
+        yield ids, labels
+
+
+def _assistant_ordinals(dialogue: Dialogue) -> frozenset[int]:
+    """The ordinals (among assistant messages) of the dialogue's untrained assistant messages."""
+    ordinals, k = set(), 0
+    for i, m in enumerate(dialogue.messages):
+        if m["role"] == "assistant":
+            if i in dialogue.untrained:
+                ordinals.add(k)
+            k += 1
+    return frozenset(ordinals)
+
+
+def train_demo_model(
+    out_dir: str | Path,
+    *,
+    config: TrainConfig | None = None,
+    tools_dir: str | Path = TOOLS_DIR,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train the demo tokenizer and model and save them (with ``tools.json`` and ``training.json``) in
+    ``out_dir``. Returns the ``training.json`` record."""
+    import torch
+
+    cfg = config or TrainConfig()
+    torch.set_num_threads(cfg.threads)
+    t0 = time.perf_counter()
+    random.seed(cfg.seed)
+
+    tool_sets = load_tool_sets(tools_dir)
+    dialogues = list(generate_dialogues(tool_sets, count=cfg.dialogues, seed=cfg.seed, split="train"))
+    # Render once with a throwaway template-only tokenizer pass: the template needs no vocabulary.
+    from jinja2 import Environment  # transformers depends on jinja2
+
+    render = _renderer(Environment)
+    texts = [render(d.messages, d.tools) for d in dialogues]
+    tokenizer = build_demo_tokenizer(
+        texts[: cfg.dialogues // 2] + _prose(cfg.seed), vocab_size=cfg.vocab_size
+    )
+    check = [tokenizer.apply_chat_template(d.messages, tools=d.tools, tokenize=False) for d in dialogues[:50]]
+    if check != texts[:50]:  # pragma: no cover - the two renderers must agree
+        raise RuntimeError("the demo chat template renders differently under transformers")
+    rows = [
+        _encode(tokenizer, text, max_len=512, skip=_assistant_ordinals(d))
+        for d, text in zip(dialogues, texts, strict=True)
+    ]
+    n_tokens = sum(len(r[0]) for r in rows)
+    n_loss = sum(sum(r[1]) for r in rows)
+    log(
+        f"data: {len(rows)} dialogues, {n_tokens} tokens ({n_loss} trained), "
+        f"mean length {n_tokens / len(rows):.0f}; tokenizer {len(tokenizer)} tokens "
+        f"({time.perf_counter() - t0:.1f}s)"
+    )
+
+    model = _build_model(tokenizer, cfg)
+    params = sum(p.numel() for p in model.parameters())
+    log(f"model: {params / 1e6:.2f}M parameters")
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.98),
+    )
+
+    def lr_at(step: int) -> float:
+        if step < cfg.warmup:
+            return cfg.lr * (step + 1) / cfg.warmup
+        progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+        return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    model.train()
+    t_train = time.perf_counter()
+    cpu_train = time.process_time()
+    seen = 0
+    running = 0.0
+    for step, (ids, labels) in enumerate(
+        _batches(
+            rows, batch_size=cfg.batch_size, steps=cfg.steps, seed=cfg.seed, pad_id=tokenizer.pad_token_id
+        )
+    ):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        attention = (ids != tokenizer.pad_token_id).long()
+        loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        seen += int(ids.numel())
+        running = loss.item() if step == 0 else 0.95 * running + 0.05 * loss.item()
+        if step % 25 == 0 or step == cfg.steps - 1:
+            elapsed = time.perf_counter() - t_train
+            log(
+                f"step {step:5d}  loss {running:.4f}  lr {lr_at(step):.2e}  "
+                f"{seen / max(elapsed, 1e-9):.0f} tok/s"
+                f"  {elapsed:.0f}s"
+            )
+    train_seconds = time.perf_counter() - t_train
+    train_cpu_seconds = time.process_time() - cpu_train
+    model.eval()
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    (out / "tools.json").write_text(json.dumps(tool_sets, indent=1) + "\n")
+    examples = generate_requests(tool_sets, count=cfg.eval_requests, seed=cfg.seed, split="test")
+    accuracy = evaluate_requests(model, tokenizer, examples)
+    record = {
+        "config": asdict(cfg),
+        "parameters": params,
+        "tokens_seen": seen,
+        "train_seconds": round(train_seconds, 1),
+        "train_cpu_seconds": round(train_cpu_seconds, 1),
+        "total_seconds": round(time.perf_counter() - t0, 1),
+        "heldout_unconstrained": accuracy,
+        "torch": torch.__version__,
+    }
+    (out / "training.json").write_text(json.dumps(record, indent=1) + "\n")
+    log(f"held-out accuracy (greedy, no grammar): {accuracy}")
+    return record
+
+
+def _renderer(environment: Any) -> Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]:
+    """The chat template compiled once (as transformers does: trim_blocks, lstrip_blocks, JSON tojson)."""
+    env = environment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda x: json.dumps(x, ensure_ascii=False)
+    template = env.from_string(DEMO_CHAT_TEMPLATE)
+
+    def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        return template.render(messages=messages, tools=tools, add_generation_prompt=False)
+
+    return render
+
+
+# -- evaluation --------------------------------------------------------------------------------------
+
+
+def _parse_call(text: str) -> tuple[str | None, Any]:
+    open_tag, close_tag = TOOL_TOKENS[0], TOOL_TOKENS[1]
+    start = text.find(open_tag)
+    if start < 0:
+        return None, None
+    end = text.find(close_tag, start)
+    body = text[start + len(open_tag) : end if end >= 0 else len(text)].strip()
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    return obj.get("name"), obj.get("arguments")
+
+
+def evaluate_requests(
+    model: Any, tokenizer: Any, examples: Sequence[Example], *, max_new_tokens: int = 96
+) -> dict[str, float]:
+    """Greedy ``model.generate`` *without* a grammar: fractions of examples with the right tool name, with
+    exactly the expected arguments, and with a parseable call; and generated tokens per second."""
+    import torch
+
+    names = args = parsed = tokens = 0
+    t0 = time.perf_counter()
+    for ex in examples:
+        prompt = tokenizer.apply_chat_template(
+            ex.messages, tools=ex.tools, add_generation_prompt=True, tokenize=False
+        )
+        ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            out = model.generate(
+                ids, max_new_tokens=max_new_tokens, do_sample=False, attention_mask=torch.ones_like(ids)
+            )
+        tokens += out.shape[1] - ids.shape[1]
+        text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=False)
+        name, arguments = _parse_call(text)
+        parsed += name is not None
+        names += name == ex.name
+        args += name == ex.name and arguments == ex.arguments
+    n = max(len(examples), 1)
+    seconds = time.perf_counter() - t0
+    return {
+        "n": len(examples),
+        "tool_name": round(names / n, 4),
+        "arguments": round(args / n, 4),
+        "parsed": round(parsed / n, 4),
+        "tokens_per_second": round(tokens / max(seconds, 1e-9), 1),
+    }
+
+
+def evaluate_guarded(
+    generator: Any, examples: Sequence[Example], *, tool_choice: Any = "auto", max_new_tokens: int = 96
+) -> dict[str, float]:
+    """Greedy decoding through a ``LocalGenerator`` (grammar on): the same fractions as ``evaluate_requests``,
+    plus ``tokens_per_second`` (generated tokens, forced ones included, over wall time)."""
+    from ._demo import grammar_tools
+
+    names = args = parsed = 0
+    tokens = 0
+    t0 = time.perf_counter()
+    cache: dict[str, Any] = {}
+    for ex in examples:
+        key = json.dumps(ex.tools, sort_keys=True)
+        if key not in cache:
+            cache[key] = grammar_tools(ex.tools, engine=generator.engine)[0]
+        reply = generator.chat(
+            ex.messages,
+            tools=cache[key],
+            tool_choice=tool_choice,
+            temperature=0.0,
+            max_new_tokens=max_new_tokens,
+        )
+        tokens += reply["usage"]["completion_tokens"]
+        calls = reply["choices"][0]["message"].get("tool_calls") or []
+        if calls:
+            parsed += 1
+            fn = calls[0]["function"]
+            names += fn["name"] == ex.name
+            args += fn["name"] == ex.name and json.loads(fn["arguments"]) == ex.arguments
+    n = max(len(examples), 1)
+    seconds = time.perf_counter() - t0
+    return {
+        "n": len(examples),
+        "tool_name": round(names / n, 4),
+        "arguments": round(args / n, 4),
+        "parsed": round(parsed / n, 4),
+        "tokens_per_second": round(tokens / max(seconds, 1e-9), 1),
+    }
+
+
+def evaluate_model(
+    folder: str | Path, *, count: int = 200, seed: int = 1, threads: int | None = None
+) -> dict[str, Any]:
+    """Held-out accuracy and decode speed of a trained model folder, without and with the grammar."""
+    from ._generator import LocalGenerator
+    from ._serve import load_local_model
+
+    model, tokenizer = load_local_model(folder, threads=threads)
+    tool_sets = json.loads((Path(folder) / "tools.json").read_text())
+    examples = generate_requests(tool_sets, count=count, seed=seed, split="test")
+    generator = LocalGenerator(model, tokenizer)
+    guarded = evaluate_guarded(generator, examples)
+    stats = generator.stats
+    return {
+        "unconstrained": evaluate_requests(model, tokenizer, examples),
+        "guarded": guarded,
+        "guarded_required": evaluate_guarded(generator, examples, tool_choice="required"),
+        "forced_fraction": round(stats.tokens_forced / max(stats.tokens_generated, 1), 3),
+        "forward_passes_per_token": round(stats.forward_passes / max(stats.tokens_generated, 1), 3),
+    }

@@ -1,0 +1,269 @@
+"""The sync and async drivers of the re-ask flow for OpenAI-compatible clients.
+
+Each driver does only I/O: it runs ``RetryFlow.run()`` (``toolguard._reask``), sends each ``Attempt`` with the
+raw client, feeds what comes back into the attempt's Guard (non-stream: the whole message; stream: through a
+``ChunkPump``), sleeps on ``Backoff`` and hands the outcome back. Sync and async are twins line for line; all
+decisions live in the flow and the pump.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+from .._guard import GuardVerdict
+from .._reask import Attempt, Backoff, Completed, FlowEvent, FlowResult, Outcome, RetryFlow
+from ._pump import ChunkPump, upstream_failure
+
+__all__ = ["AsyncGuardedStream", "GuardReport", "GuardedStream", "guard_report"]
+
+REPORT_ATTRIBUTE = "_toolguard_report"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardReport:
+    """What happened to one request: every attempt, every flow event, the final verdict."""
+
+    verdict: GuardVerdict
+    attempts: tuple[Any, ...]
+    events: tuple[FlowEvent, ...]
+
+    @classmethod
+    def of(cls, result: FlowResult) -> GuardReport:
+        return cls(result.guard.verdict, result.attempts, result.events)
+
+
+def guard_report(obj: Any) -> GuardReport | None:
+    """The ``GuardReport`` of a result returned by a wrapped client (``ChatCompletion`` or a stream)."""
+    report = getattr(obj, REPORT_ATTRIBUTE, None)
+    if report is None and isinstance(obj, GuardedStream | AsyncGuardedStream):
+        report = obj.report
+    return report
+
+
+def _attach(obj: Any, report: GuardReport) -> None:
+    # A dict or a slotted object cannot carry it: the report then stays with on_event.
+    with contextlib.suppress(AttributeError, TypeError):
+        object.__setattr__(obj, REPORT_ATTRIBUTE, report)
+
+
+def _feed_completion(attempt: Attempt, completion: Any) -> Completed:
+    choices = completion["choices"] if isinstance(completion, dict) else completion.choices
+    choice = choices[0] if choices else None
+    if choice is None:
+        attempt.guard.feed_message({"content": None}, None)
+    elif isinstance(choice, dict):
+        attempt.guard.feed_message(choice.get("message") or {}, choice.get("finish_reason"))
+    else:
+        attempt.guard.feed_message(choice.message, choice.finish_reason)
+    usage = completion.get("usage") if isinstance(completion, dict) else completion.usage
+    tokens = (
+        usage.get("completion_tokens")
+        if isinstance(usage, dict)
+        else getattr(usage, "completion_tokens", None)
+    )
+    return Completed(completion, tokens if isinstance(tokens, int) else None)
+
+
+# ------------------------------------------------------------------------------------------------ sync
+def create_sync(create: Callable[..., Any], flow: RetryFlow) -> Any:
+    """Run the flow for a non-stream request with ``create(**body)``; return the accepted response."""
+    gen = flow.run()
+    action = next(gen)
+    while True:
+        outcome: Outcome = None
+        if isinstance(action, Backoff):
+            time.sleep(action.seconds)
+        else:
+            try:
+                completion = create(**action.body)
+            except Exception as exc:
+                outcome = upstream_failure(exc)
+                if outcome is None:
+                    raise
+            else:
+                outcome = _feed_completion(action, completion)
+        try:
+            action = gen.send(outcome)
+        except StopIteration as stop:
+            result: FlowResult = stop.value
+            _attach(result.response, GuardReport.of(result))
+            return result.response
+
+
+class GuardedStream:
+    """A guarded stream of ``ChatCompletionChunk``: iterate it like the SDK's ``Stream``.
+
+    ``close()`` (or leaving a ``with`` block) closes the upstream stream. ``report`` is the ``GuardReport``
+    once the stream ended; ``events`` lists the flow's events so far.
+    """
+
+    def __init__(self, create: Callable[..., Any], flow: RetryFlow) -> None:
+        self._create = create
+        self._flow = flow
+        self.report: GuardReport | None = None
+        self._iterator = self._run()
+
+    @property
+    def events(self) -> list[FlowEvent]:
+        return self._flow.events
+
+    def __iter__(self) -> GuardedStream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._iterator)
+
+    def __enter__(self) -> GuardedStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._iterator.close()
+
+    def _run(self) -> Generator[Any, None, None]:
+        flow = self._flow
+        gen = flow.run()
+        action = next(gen)
+        pump: ChunkPump | None = None
+        while True:
+            outcome: Outcome = None
+            if isinstance(action, Backoff):
+                time.sleep(action.seconds)
+            else:
+                pump = ChunkPump(action.guard, flow.policy.stream)
+                try:
+                    upstream = self._create(**action.body)
+                except Exception as exc:
+                    outcome = upstream_failure(exc)
+                    if outcome is None:
+                        raise
+                else:
+                    try:
+                        for chunk in upstream:
+                            yield from pump.on_chunk(chunk)
+                            if pump.stop:
+                                break
+                    except Exception as exc:
+                        outcome = upstream_failure(exc)
+                        if outcome is None:
+                            raise
+                    finally:
+                        upstream.close()
+                    if outcome is None:
+                        outcome = pump.completed()
+            try:
+                action = gen.send(outcome)
+            except StopIteration as stop:
+                self.report = GuardReport.of(stop.value)
+                if pump is not None:
+                    yield from pump.flush()
+                return
+
+
+# ------------------------------------------------------------------------------------------------ async
+async def create_async(create: Callable[..., Any], flow: RetryFlow) -> Any:
+    """The async twin of ``create_sync``."""
+    import anyio
+
+    gen = flow.run()
+    action = next(gen)
+    while True:
+        outcome: Outcome = None
+        if isinstance(action, Backoff):
+            await anyio.sleep(action.seconds)
+        else:
+            try:
+                completion = await create(**action.body)
+            except Exception as exc:
+                outcome = upstream_failure(exc)
+                if outcome is None:
+                    raise
+            else:
+                outcome = _feed_completion(action, completion)
+        try:
+            action = gen.send(outcome)
+        except StopIteration as stop:
+            result: FlowResult = stop.value
+            _attach(result.response, GuardReport.of(result))
+            return result.response
+
+
+class AsyncGuardedStream:
+    """The async twin of ``GuardedStream`` (``async for``, ``await close()``, ``async with``)."""
+
+    def __init__(self, create: Callable[..., Any], flow: RetryFlow) -> None:
+        self._create = create
+        self._flow = flow
+        self.report: GuardReport | None = None
+        self._iterator = self._run()
+
+    @property
+    def events(self) -> list[FlowEvent]:
+        return self._flow.events
+
+    def __aiter__(self) -> AsyncGuardedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self._iterator.__anext__()
+
+    async def __aenter__(self) -> AsyncGuardedStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._iterator.aclose()
+
+    async def aclose(self) -> None:
+        await self.close()
+
+    async def _run(self) -> AsyncGenerator[Any, None]:
+        import anyio
+
+        flow = self._flow
+        gen = flow.run()
+        action = next(gen)
+        pump: ChunkPump | None = None
+        while True:
+            outcome: Outcome = None
+            if isinstance(action, Backoff):
+                await anyio.sleep(action.seconds)
+            else:
+                pump = ChunkPump(action.guard, flow.policy.stream)
+                try:
+                    upstream = await self._create(**action.body)
+                except Exception as exc:
+                    outcome = upstream_failure(exc)
+                    if outcome is None:
+                        raise
+                else:
+                    try:
+                        async for chunk in upstream:
+                            for out in pump.on_chunk(chunk):
+                                yield out
+                            if pump.stop:
+                                break
+                    except Exception as exc:
+                        outcome = upstream_failure(exc)
+                        if outcome is None:
+                            raise
+                    finally:
+                        await upstream.close()
+                    if outcome is None:
+                        outcome = pump.completed()
+            try:
+                action = gen.send(outcome)
+            except StopIteration as stop:
+                self.report = GuardReport.of(stop.value)
+                if pump is not None:
+                    for out in pump.flush():
+                        yield out
+                return
