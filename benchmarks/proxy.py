@@ -143,7 +143,10 @@ def serve_upstream(port: int) -> None:
         async with server:
             await server.serve_forever()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
 
 
 def serve_bare(port: int, upstream: str) -> None:

@@ -34,7 +34,7 @@ class CannedModel:
     def __init__(self) -> None:
         self.chat = self
         self.completions = self
-        self.replies = [
+        self.replies: list[dict[str, Any]] = [
             {"tool_calls": [("get_weather", {"town": "Paris"})]},
             {
                 "content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'

@@ -34,6 +34,6 @@ def test_validate_reports_offset_path_and_reason() -> None:
     )
     assert result.exit_code == 1, result.output
     # "passengers": 12 exceeds the maximum of 9 at its second digit: 1 could still become 1..9, 12 cannot.
-    offset = doc.index("12,") + 1
+    offset = doc.index("12,") + 1  # the "2": no integer starting with 12 is <= 9
     assert f"rejected at offset {offset}" in result.output
     assert "/passengers" in result.output

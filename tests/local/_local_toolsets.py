@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _fn(name: str, parameters: dict[str, Any], description: str = "") -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+    function = {"name": name, "description": description, "parameters": parameters}
+    return {"type": "function", "function": function}
 
 
 NESTED = [
@@ -53,7 +54,8 @@ NESTED = [
         "properties": {
             "time": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
             "repeat": {"enum": ["never", "daily", "weekdays"]},
-            "label": {"anyOf": [{"type": "string", "maxLength": 6}, {"type": "integer", "minimum": 1, "maximum": 9}]},
+            "label": {"anyOf": [{"type": "string", "maxLength": 6},
+                                {"type": "integer", "minimum": 1, "maximum": 9}]},
         },
         "required": ["time"],
     }, "Set an alarm."),

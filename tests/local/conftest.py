@@ -5,15 +5,15 @@ Everything is built here, offline: no hub, nothing downloaded.
 - ``bpe_tokenizer`` (session): a byte-level BPE with 3,000 tokens trained with ``tokenizers`` on the running
   Python's standard library sources plus generated tool-call JSON (``toolguard.local._fixtures``). It has the
   hermes/Qwen chat template (tools in the system prompt, ``<tool_call>`` blocks), eos ``<|im_end|>``, pad
-  ``<|endoftext|>``, and the non-special added tokens ``<tool_call>``/``</tool_call>``. Trained once and cached
-  on disk under ``fixture_cache_dir`` (about 2 s the first time).
+  ``<|endoftext|>``, and the non-special added tokens ``<tool_call>``/``</tool_call>``. Trained once and
+  cached on disk under ``fixture_cache_dir`` (about 2 s the first time).
 - ``tiny_llama`` (session): a random-weight ``LlamaForCausalLM`` (hidden 64, 2 layers, seed 0) over that
   tokenizer; its generation config declares ``<|im_end|>`` and ``<|endoftext|>`` as eos.
 - ``make_tiny_llama`` (session): a factory, ``make_tiny_llama(seed=..., hidden_size=..., layers=...)``, cached
   per argument set.
 - ``fixture_cache_dir`` (session): ``$TOOLGUARD_TEST_CACHE`` or ``<tmp>/toolguard-test-cache``.
-- ``one_torch_thread`` (session, used by the model fixtures): torch runs on one thread, which is faster than two
-  on a shared 2-core machine.
+- ``one_torch_thread`` (session, used by the model fixtures): torch runs on one thread, which is faster than
+  two on a shared 2-core machine.
 
 ``pytest.importorskip`` keeps this file importable without torch: the fixtures skip instead.
 """
@@ -33,7 +33,8 @@ FIXTURE_VOCAB = 3000
 
 @pytest.fixture(scope="session")
 def fixture_cache_dir() -> Path:
-    root = Path(os.environ.get("TOOLGUARD_TEST_CACHE") or Path(tempfile.gettempdir()) / "toolguard-test-cache")
+    default = Path(tempfile.gettempdir()) / "toolguard-test-cache"
+    root = Path(os.environ.get("TOOLGUARD_TEST_CACHE") or default)
     root.mkdir(parents=True, exist_ok=True)
     return root
 

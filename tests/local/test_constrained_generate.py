@@ -27,14 +27,20 @@ BATCH = 12
 PROMPT = [{"role": "user", "content": "Please help."}]
 
 
+def prompt_ids(tok: Any, tools: Any) -> list[int]:
+    ids: list[int] = tok.apply_chat_template(PROMPT, tools=tools, add_generation_prompt=True, tokenize=True,
+                                             return_dict=False)
+    return ids
+
+
 def generate_rows(model: Any, tok: Any, proc: ToolCallLogitsProcessor, tools: Any, *, seed: int,
                   max_new_tokens: int, batch: int = BATCH, before: tuple[Any, ...] = ()) -> list[list[int]]:
-    ids = tok.apply_chat_template(PROMPT, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False)
+    ids = prompt_ids(tok, tools)
     input_ids = torch.tensor([ids] * batch)
     torch.manual_seed(seed)
-    out = model.generate(input_ids, attention_mask=torch.ones_like(input_ids), logits_processor=[*before, proc],
-                         do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_new_tokens,
-                         pad_token_id=tok.pad_token_id)
+    out = model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
+                         logits_processor=[*before, proc], do_sample=True, temperature=1.0, top_k=0,
+                         top_p=1.0, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id)
     return [row[len(ids):] for row in out.tolist()]
 
 
@@ -50,14 +56,16 @@ def check_rows(rows: list[list[int]], tok: Any, tools: Any, proc: ToolCallLogits
         if cut is None:  # the token limit cut it: nothing to check but that it is still inside the grammar
             continue
         terminated += 1
-        assert all(t in ends or t == tok.pad_token_id for t in row[cut:]), "only end/pad tokens after the turn"
-        text = vocab.decode(row[:cut]).decode("utf-8")
+        after = row[cut:]
+        assert all(t in ends or t == tok.pad_token_id for t in after), "only end/pad tokens after the turn"
+        text = vocab.decode(row[:cut]).decode("utf-8", errors="replace")  # free text may split characters
         parsed = parse(text, format="hermes" if fmt == "hermes" else "openai")
         assert parsed.complete and not parsed.fabricated, (text, parsed)
         if not allow_text:
             assert parsed.tool_calls and not parsed.content.strip(), text
         assert len(parsed.tool_calls) <= (proc.grammar.max_calls or 99 if parallel else 1), text
-        written = [_split_call(b.decode("utf-8"), DEFAULT_SEPARATORS) for b in proc.states[index].calls_bytes()]
+        spans = proc.states[index].calls_bytes()
+        written = [_split_call(b.decode("utf-8"), DEFAULT_SEPARATORS) for b in spans]
         assert [name for name, _ in written] == [c.name for c in parsed.tool_calls]
         for name, arguments in written:  # the exact text (the parser re-serialises numbers)
             n_calls += 1
@@ -73,8 +81,8 @@ def check_rows(rows: list[list[int]], tok: Any, tools: Any, proc: ToolCallLogits
                                                         (2, "json", False), (3, "json", True)])
 def test_nested_tools_default_engine(bpe_tokenizer: Any, tiny_llama: Any, seed: int, fmt: str,
                                      parallel: bool) -> None:
-    proc = ToolCallLogitsProcessor(bpe_tokenizer, NESTED, "required", format=fmt, parallel_tool_calls=parallel,
-                                   max_calls=2, max_string_length=8)
+    proc = ToolCallLogitsProcessor(bpe_tokenizer, NESTED, "required", format=fmt,
+                                   parallel_tool_calls=parallel, max_calls=2, max_string_length=8)
     rows = generate_rows(tiny_llama, bpe_tokenizer, proc, NESTED, seed=seed, max_new_tokens=140)
     terminated, calls = check_rows(rows, bpe_tokenizer, NESTED, proc, fmt=fmt, parallel=parallel)
     assert terminated >= BATCH * 2 // 3, f"only {terminated}/{BATCH} rows finished"
@@ -82,7 +90,7 @@ def test_nested_tools_default_engine(bpe_tokenizer: Any, tiny_llama: Any, seed: 
 
 
 @pytest.mark.parametrize("engine", ["llguidance", "xgrammar"])
-@pytest.mark.parametrize("toolset", ["weather", "files", "http"])
+@pytest.mark.parametrize("toolset", ["weather", "files"])
 def test_example_tool_sets(bpe_tokenizer: Any, tiny_llama: Any, engine: str, toolset: str) -> None:
     tools = example_tools(toolset)
     proc = ToolCallLogitsProcessor(bpe_tokenizer, tools, "required", engine=engine, max_string_length=8)
@@ -106,7 +114,8 @@ def test_outlines_small_schema(bpe_tokenizer: Any, tiny_llama: Any) -> None:
 
 
 def test_named_tool_choice_only_calls_that_tool(bpe_tokenizer: Any, tiny_llama: Any) -> None:
-    proc = ToolCallLogitsProcessor(bpe_tokenizer, NESTED, {"type": "function", "function": {"name": "set_alarm"}})
+    choice = {"type": "function", "function": {"name": "set_alarm"}}
+    proc = ToolCallLogitsProcessor(bpe_tokenizer, NESTED, choice)
     rows = generate_rows(tiny_llama, bpe_tokenizer, proc, NESTED, seed=3, max_new_tokens=60, batch=6)
     vocab = Vocab.of(bpe_tokenizer)
     for row in rows:
@@ -131,7 +140,7 @@ def test_auto_mode_free_text_then_call(bpe_tokenizer: Any, tiny_llama: Any) -> N
     tok = bpe_tokenizer
     marker = tok.convert_tokens_to_ids("<tool_call>")
     proc = ToolCallLogitsProcessor(tok, NESTED, "auto", max_string_length=8)
-    ids = tok.apply_chat_template(PROMPT, tools=NESTED, add_generation_prompt=True, tokenize=True, return_dict=False)
+    ids = prompt_ids(tok, NESTED)
     input_ids = torch.tensor([ids] * 8)
     torch.manual_seed(21)
     out = tiny_llama.generate(input_ids, attention_mask=torch.ones_like(input_ids),
@@ -149,7 +158,7 @@ def test_none_mode_never_opens_a_call(bpe_tokenizer: Any, tiny_llama: Any) -> No
     tok = bpe_tokenizer
     marker = tok.convert_tokens_to_ids("<tool_call>")
     proc = ToolCallLogitsProcessor(tok, NESTED, "none")
-    ids = tok.apply_chat_template(PROMPT, tools=NESTED, add_generation_prompt=True, tokenize=True, return_dict=False)
+    ids = prompt_ids(tok, NESTED)
     input_ids = torch.tensor([ids] * 4)
     torch.manual_seed(2)
     out = tiny_llama.generate(input_ids, attention_mask=torch.ones_like(input_ids),

@@ -98,7 +98,8 @@ def test_auto_free_text(gen: LocalGenerator) -> None:
 def test_auto_call_after_text(gen: LocalGenerator, bpe_tokenizer: Any) -> None:
     marker = bpe_tokenizer.convert_tokens_to_ids("<tool_call>")
     for seed in range(6):
-        result = gen.chat(ASK, tools=WEATHER, seed=seed, max_new_tokens=80, logits_processors=[Bias([marker], 5.0)])
+        result = gen.chat(ASK, tools=WEATHER, seed=seed, max_new_tokens=80,
+                          logits_processors=[Bias([marker], 5.0)])
         choice = result["choices"][0]
         if choice["finish_reason"] == "tool_calls":
             valid_call(choice["message"]["tool_calls"][0], WEATHER)
@@ -108,8 +109,9 @@ def test_auto_call_after_text(gen: LocalGenerator, bpe_tokenizer: Any) -> None:
 
 
 def test_runaway_inside_a_string_argument(bpe_tokenizer: Any, tiny_llama: Any) -> None:
-    tools = [{"type": "function", "function": {"name": "note", "parameters": {
-        "type": "object", "properties": {"text": {"type": "string", "maxLength": 400}}, "required": ["text"]}}}]
+    text = {"type": "string", "maxLength": 400}
+    params = {"type": "object", "properties": {"text": text}, "required": ["text"]}
+    tools = [{"type": "function", "function": {"name": "note", "parameters": params}}]
     gen = LocalGenerator(tiny_llama, bpe_tokenizer)
     loop = bpe_tokenizer.encode(" la", add_special_tokens=False)
     result = gen.chat(ASK, tools=tools, tool_choice="required", seed=0, max_new_tokens=300,
@@ -165,14 +167,14 @@ def test_stream_matches_non_stream(gen: LocalGenerator, mode: str) -> None:
 
 
 def test_stream_hold_never_shows_a_truncated_call(gen: LocalGenerator) -> None:
-    content, calls, finish, _ = collect(gen.chat(ASK, tools=NESTED, tool_choice="required", seed=2,
+    _, calls, finish, _ = collect(gen.chat(ASK, tools=NESTED, tool_choice="required", seed=2,
                                                  max_new_tokens=12, stream=True))
     assert finish == "length" and calls == []
 
 
 def test_stream_content_holds_back_a_partial_marker(gen: LocalGenerator, bpe_tokenizer: Any) -> None:
     marker = bpe_tokenizer.convert_tokens_to_ids("<tool_call>")
-    content, calls, finish, _ = collect(gen.chat(ASK, tools=WEATHER, seed=1, max_new_tokens=80, stream=True,
+    content, _, _, _ = collect(gen.chat(ASK, tools=WEATHER, seed=1, max_new_tokens=80, stream=True,
                                                  logits_processors=[Bias([marker], 5.0)]))
     assert "<tool_call" not in content
 

@@ -1,6 +1,6 @@
-"""The schema pre-scan: every keyword toolguard lets an engine see is enforced by that engine (a valid instance
-passes, an invalid one is refused), and every other assertion keyword is refused with ``UnsupportedKeyword``
-naming the keyword and the engine, never silently dropped."""
+"""The schema pre-scan: every keyword toolguard lets an engine see is enforced by that engine (a valid
+instance passes, an invalid one is refused), and every other assertion keyword is refused with
+``UnsupportedKeyword`` naming the keyword and the engine, never silently dropped."""
 
 from __future__ import annotations
 
@@ -14,58 +14,60 @@ pytest.importorskip("llguidance")
 pytest.importorskip("xgrammar")
 pytest.importorskip("outlines_core")
 
-from toolguard import GrammarCompileTimeout, RemoteRefRefused, UnsupportedKeyword  # noqa: E402
-from toolguard.local import ENGINE_KEYWORDS, ToolCallLogitsProcessor, prepare_schema  # noqa: E402
-from toolguard.local._compile import STATS, compile_call_grammar  # noqa: E402
-from toolguard.local._engines import get_engine, spec_for  # noqa: E402
-from toolguard.local._processor import build_turn_grammar  # noqa: E402
-from toolguard.local._vocab import Vocab  # noqa: E402
+from toolguard import GrammarCompileTimeout, RemoteRefRefused, UnsupportedKeyword
+from toolguard.local import ENGINE_KEYWORDS, ToolCallLogitsProcessor, prepare_schema
+from toolguard.local._compile import STATS, compile_call_grammar
+from toolguard.local._engines import get_engine, spec_for
+from toolguard.local._processor import build_turn_grammar
+from toolguard.local._vocab import Vocab
 
 pytestmark = pytest.mark.local
 
 ENGINES = ("llguidance", "xgrammar", "outlines")
-S, I, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
-A, O = {"type": "array", "items": I}, {"type": "object"}
+S, INT, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+A, OBJ = {"type": "array", "items": INT}, {"type": "object"}
 
 # keyword -> (schema, valid instances, invalid instances)
 CASES: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {
     "type": ({"type": ["string", "null"]}, ["x", None], [1, True]),
     "enum": ({"enum": ["x", 1]}, ["x", 1], ["y", 2]),
     "const": ({"const": "x"}, ["x"], ["y"]),
-    "anyOf": ({"anyOf": [S, I]}, ["a", 1], [1.5, None]),
-    "oneOf": ({"oneOf": [S, I]}, ["a", 1], [1.5]),
+    "anyOf": ({"anyOf": [S, INT]}, ["a", 1], [1.5, None]),
+    "oneOf": ({"oneOf": [S, INT]}, ["a", 1], [1.5]),
     "allOf": ({"allOf": [S, {"maxLength": 3}]}, ["abc"], ["abcd", 1]),
-    "$ref": ({"$defs": {"n": I}, "$ref": "#/$defs/n"}, [1], ["x"]),
-    "properties": ({**O, "properties": {"a": I}}, [{"a": 1}], [{"a": "x"}]),
-    "additionalProperties": ({**O, "properties": {"a": I}, "additionalProperties": False}, [{"a": 1}],
+    "$ref": ({"$defs": {"n": INT}, "$ref": "#/$defs/n"}, [1], ["x"]),
+    "properties": ({**OBJ, "properties": {"a": INT}}, [{"a": 1}], [{"a": "x"}]),
+    "additionalProperties": ({**OBJ, "properties": {"a": INT}, "additionalProperties": False}, [{"a": 1}],
                              [{"a": 1, "b": 2}]),
-    "patternProperties": ({**O, "patternProperties": {"^x": I}, "additionalProperties": False}, [{"x1": 1}],
+    "patternProperties": ({**OBJ, "patternProperties": {"^x": INT}, "additionalProperties": False},
+                          [{"x1": 1}],
                           [{"x1": "a"}, {"y": 1}]),
-    "required": ({**O, "properties": {"a": I}, "required": ["a"]}, [{"a": 1}], [{}]),
-    "minProperties": ({**O, "minProperties": 1, "additionalProperties": I}, [{"a": 1}], [{}]),
-    "maxProperties": ({**O, "maxProperties": 1, "additionalProperties": I}, [{"a": 1}], [{"a": 1, "b": 2}]),
+    "required": ({**OBJ, "properties": {"a": INT}, "required": ["a"]}, [{"a": 1}], [{}]),
+    "minProperties": ({**OBJ, "minProperties": 1, "additionalProperties": INT}, [{"a": 1}], [{}]),
+    "maxProperties": ({**OBJ, "maxProperties": 1, "additionalProperties": INT}, [{"a": 1}],
+                      [{"a": 1, "b": 2}]),
     "items": (A, [[1, 2]], [["a"]]),
-    "prefixItems": ({"type": "array", "prefixItems": [I], "items": False}, [[1]], [["a"], [1, 2]]),
+    "prefixItems": ({"type": "array", "prefixItems": [INT], "items": False}, [[1]], [["a"], [1, 2]]),
     "minItems": ({**A, "minItems": 2}, [[1, 2]], [[1]]),
     "maxItems": ({**A, "maxItems": 1}, [[1]], [[1, 2]]),
     "minLength": ({**S, "minLength": 3}, ["abc"], ["ab"]),
     "maxLength": ({**S, "maxLength": 3}, ["abc"], ["abcd"]),
     "pattern": ({**S, "pattern": "^a+$"}, ["aa"], ["ab"]),
     "format": ({**S, "format": "date"}, ["2024-01-31"], ["2024-13-01", "x"]),
-    "minimum": ({**I, "minimum": 3}, [3, 10], [2, -1]),
+    "minimum": ({**INT, "minimum": 3}, [3, 10], [2, -1]),
     "maximum": ({**N, "maximum": 5}, [5, 4.5], [6, 5.5]),
-    "exclusiveMinimum": ({**I, "exclusiveMinimum": 3}, [4], [3]),
+    "exclusiveMinimum": ({**INT, "exclusiveMinimum": 3}, [4], [3]),
     "exclusiveMaximum": ({**N, "exclusiveMaximum": 3}, [2.5], [3, 3.5]),
-    "multipleOf": ({**I, "multipleOf": 3}, [6, 0], [7]),
+    "multipleOf": ({**INT, "multipleOf": 3}, [6, 0], [7]),
 }
 REFUSED_EVERYWHERE = {
     "uniqueItems": {**A, "uniqueItems": True},
-    "contains": {"type": "array", "contains": I},
+    "contains": {"type": "array", "contains": INT},
     "not": {"not": S},
     "if": {"if": S, "then": {"maxLength": 2}},
-    "dependentRequired": {**O, "dependentRequired": {"a": ["b"]}},
-    "propertyNames": {**O, "propertyNames": {"pattern": "^a"}},
-    "unevaluatedProperties": {**O, "unevaluatedProperties": False},
+    "dependentRequired": {**OBJ, "dependentRequired": {"a": ["b"]}},
+    "propertyNames": {**OBJ, "propertyNames": {"pattern": "^a"}},
+    "unevaluatedProperties": {**OBJ, "unevaluatedProperties": False},
 }
 
 
@@ -106,18 +108,19 @@ def test_every_allowed_keyword_is_enforced(bpe_tokenizer: Any, engine: str) -> N
 @pytest.mark.parametrize("keyword", sorted(REFUSED_EVERYWHERE))
 def test_unenforceable_keywords_are_refused(engine: str, keyword: str) -> None:
     with pytest.raises(UnsupportedKeyword) as info:
-        prepare_schema({"type": "object", "properties": {"x": REFUSED_EVERYWHERE[keyword]}}, engine=engine, tool="t")
+        schema = {"type": "object", "properties": {"x": REFUSED_EVERYWHERE[keyword]}}
+        prepare_schema(schema, engine=engine, tool="t")
     assert info.value.keyword == keyword and info.value.engine == engine
     assert info.value.path == f"/properties/x/{keyword}" and info.value.tool == "t"
     assert engine in str(info.value) and keyword in str(info.value)
 
 
 @pytest.mark.parametrize(("engine", "schema", "keyword"), [
-    ("outlines", {**I, "minimum": 1}, "minimum"),  # outlines-core ignores numeric bounds
+    ("outlines", {**INT, "minimum": 1}, "minimum"),  # outlines-core ignores numeric bounds
     ("outlines", {**N, "exclusiveMaximum": 1}, "exclusiveMaximum"),
-    ("outlines", {**O, "maxProperties": 2}, "maxProperties"),
+    ("outlines", {**OBJ, "maxProperties": 2}, "maxProperties"),
     ("xgrammar", {**N, "multipleOf": 0.5}, "multipleOf"),  # xgrammar ignores it on numbers
-    ("xgrammar", {**O, "patternProperties": {"^a": I}}, "patternProperties"),
+    ("xgrammar", {**OBJ, "patternProperties": {"^a": INT}}, "patternProperties"),
     ("xgrammar", {"allOf": [S, {"maxLength": 2}]}, "allOf"),
     ("xgrammar", {"oneOf": [S, {**S, "maxLength": 2}]}, "oneOf"),  # overlapping: would become anyOf
     ("outlines", {"oneOf": [S, {**S, "maxLength": 2}]}, "oneOf"),
@@ -131,9 +134,9 @@ def test_engine_specific_refusals(engine: str, schema: Any, keyword: str) -> Non
 
 
 def test_disjoint_one_of_is_accepted_everywhere() -> None:
-    by_type = {"oneOf": [S, I]}
-    by_const = {"oneOf": [{**O, "properties": {"k": {"const": "a"}}, "required": ["k"]},
-                          {**O, "properties": {"k": {"const": "b"}}, "required": ["k"]}]}
+    by_type = {"oneOf": [S, INT]}
+    by_const = {"oneOf": [{**OBJ, "properties": {"k": {"const": "a"}}, "required": ["k"]},
+                          {**OBJ, "properties": {"k": {"const": "b"}}, "required": ["k"]}]}
     for engine in ENGINES:
         prepare_schema(by_type, engine=engine)
         prepare_schema(by_const, engine=engine)
@@ -142,7 +145,7 @@ def test_disjoint_one_of_is_accepted_everywhere() -> None:
 def test_llguidance_compile_time_refusal_is_an_unsupported_keyword(bpe_tokenizer: Any) -> None:
     with pytest.raises(UnsupportedKeyword) as info:
         build_turn_grammar(bpe_tokenizer, [{"type": "function", "function": {
-            "name": "t", "parameters": {**O, "properties": {"v": {"oneOf": [S, {**S, "maxLength": 2}]}}}}}],
+            "name": "t", "parameters": {**OBJ, "properties": {"v": {"oneOf": [S, {**S, "maxLength": 2}]}}}}}],
             "required")
     assert info.value.keyword == "oneOf" and info.value.engine == "llguidance"
 
@@ -155,12 +158,12 @@ def test_remote_refs_are_refused() -> None:
 def test_draft4_forms_are_rewritten() -> None:
     out = prepare_schema({"type": "integer", "minimum": 3, "exclusiveMinimum": True}, engine="xgrammar")
     assert out == {"type": "integer", "exclusiveMinimum": 3}
-    out = prepare_schema({"type": "array", "items": [I], "additionalItems": False}, engine="outlines")
-    assert out == {"type": "array", "prefixItems": [I], "items": False}
+    out = prepare_schema({"type": "array", "items": [INT], "additionalItems": False}, engine="outlines")
+    assert out == {"type": "array", "prefixItems": [INT], "items": False}
 
 
 def test_string_cap_and_closed_objects_only_restrict() -> None:
-    schema = {**O, "properties": {"a": S, "b": {**S, "maxLength": 2}, "c": {**S, "format": "date"}}}
+    schema = {**OBJ, "properties": {"a": S, "b": {**S, "maxLength": 2}, "c": {**S, "format": "date"}}}
     out = prepare_schema(schema, engine="llguidance", max_string_length=5, close_objects=True)
     assert out["properties"]["a"]["maxLength"] == 5 and out["properties"]["b"]["maxLength"] == 2
     assert "maxLength" not in out["properties"]["c"] and out["additionalProperties"] is False
@@ -169,24 +172,30 @@ def test_string_cap_and_closed_objects_only_restrict() -> None:
 
 def test_check_mode_drops_and_records(bpe_tokenizer: Any) -> None:
     lost: list[str] = []
-    out = prepare_schema({**O, "properties": {"tags": {**A, "uniqueItems": True}}}, engine="xgrammar",
+    out = prepare_schema({**OBJ, "properties": {"tags": {**A, "uniqueItems": True}}}, engine="xgrammar",
                          unenforced=lost)
     assert lost == ["/properties/tags/uniqueItems"] and "uniqueItems" not in out["properties"]["tags"]
     proc = ToolCallLogitsProcessor(bpe_tokenizer, [{"type": "function", "function": {
-        "name": "t", "parameters": {**O, "properties": {"tags": {**A, "uniqueItems": True}}}}}], "required",
+        "name": "t", "parameters": {**OBJ, "properties": {"tags": {**A, "uniqueItems": True}}}}}], "required",
         unenforced="check")
     assert proc.grammar.unenforced == {"t": ["/properties/tags/uniqueItems"]}
 
 
 def test_compile_cache_and_timeout(bpe_tokenizer: Any) -> None:
     tools = [{"type": "function", "function": {"name": "cache_probe", "parameters": {
-        **O, "properties": {"q": {**S, "maxLength": 3}}}}}]
+        **OBJ, "properties": {"q": {**S, "maxLength": 3}}}}}]
     ToolCallLogitsProcessor(bpe_tokenizer, tools, "required")
     hits = STATS.hits
     ToolCallLogitsProcessor(bpe_tokenizer, tools, "required")
     assert STATS.hits == hits + 1
     vocab = Vocab.of(bpe_tokenizer)
-    schema = {**O, "properties": {"when": {**S, "format": "date-time"}, "n": I}}  # ~0.1 s to index here
-    spec = spec_for([("slow", schema)], separators=(", ", ": "), close_objects=True)
+    # outlines-core indexes a union of tools slowly (~0.3 s here at 3k tokens, a minute at 128k)
+    dates = {"type": "array", "items": {**S, "format": "date-time"}}
+    props = {"a": {**S, "maxLength": 30}, "b": INT, "c": {"enum": ["x", "y"]}, "d": dates}
+    union = [(f"slow{k}", {**OBJ, "properties": props}) for k in range(5)]
+    spec = spec_for(union, separators=(", ", ": "), close_objects=True)
     with pytest.raises(GrammarCompileTimeout):
-        compile_call_grammar(get_engine("outlines"), vocab, spec, vocab.size, timeout=0.001)
+        compile_call_grammar(get_engine("outlines"), vocab, spec, vocab.size, timeout=0.02)
+    # the abandoned compile finishes in the background and lands in the cache
+    compiled = compile_call_grammar(get_engine("outlines"), vocab, spec, vocab.size, timeout=None)
+    assert compile_call_grammar(get_engine("outlines"), vocab, spec, vocab.size, timeout=0.0) is compiled

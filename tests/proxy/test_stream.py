@@ -151,6 +151,25 @@ def test_call_written_into_content_is_reasked(hold: ProxyServer, upstream: Scrip
     assert "<tool_call>" not in result["content"]
 
 
+def test_retry_after_visible_text_keeps_one_preamble(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+    bad = Call("get_weather", ('{"city": "Paris", "unit": "kelvin"}',))
+    upstream.script(
+        Reply(content=("Let me check. ",), tool_calls=(bad,)),
+        Reply(content=("Checking. ",), tool_calls=(Call("get_weather", (GOOD_ARGS,)),)),
+    )
+    result = _stream(hold)
+    assert result["content"] == "Let me check. "  # the retry's own preamble is not shown twice
+    assert result["calls"][0]["arguments"] == GOOD_ARGS
+
+
+def test_retry_that_answers_in_text_is_not_lost(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+    bad = Call("get_weather", ('{"city": "Paris", "unit": "kelvin"}',))
+    upstream.script(Reply(content=("Let me check. ",), tool_calls=(bad,)), Reply.text("It is ", "sunny."))
+    result = _stream(hold)
+    assert result["content"] == "Let me check. It is sunny."
+    assert (result["calls"], result["finish"]) == ({}, "stop")
+
+
 def test_required_choice_holds_the_text_too(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
     upstream.script(Reply.text("Sure, it is sunny."), good())
     result = _stream(hold, tool_choice="required")

@@ -289,7 +289,7 @@ def _hexdump(data: bytes) -> str:
 def _json_arrays(rng: random.Random) -> str:
     item = rng.choice([0, 1, 0.0, None, True, "x", "", {"a": 1}, [0, 0], {"id": 0, "ok": False}, "n/a"])
     indent = rng.choice([None, 2])
-    per_item = len(json.dumps([item, item], indent=indent)) - len(json.dumps([item], indent=indent))
+    per_item = len(json.dumps({"v": [item] * 2}, indent=indent)) - len(json.dumps({"v": [item]}, indent=indent))
     size = max(4, min(300, 900 // per_item))  # at most ~900 characters of equal items
     doc = {"values": [item] * rng.randint(4, size), "matrix": [[0] * 8 for _ in range(8)]}
     return json.dumps(doc, indent=indent)

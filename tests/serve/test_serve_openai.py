@@ -197,6 +197,8 @@ def test_keyword_the_grammar_cannot_enforce_is_refused(client: Any, example_tool
         ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, "n"),
         ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_tokens"),
         ({"messages": [{"role": "user", "content": "hi"}], "temperature": 9}, "temperature"),
+        ({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}, "tools"),
+        ({"messages": [{"role": "user", "content": "hi"}], "stop": ["\n"]}, "stop"),
     ],
 )
 def test_invalid_bodies_are_openai_style_400s(served: str, body: dict[str, Any], param: str) -> None:

@@ -45,6 +45,9 @@ DOCS = [
     '{"s": "x", "n": 1.}',
     '{"s": "x", "n": 01}',
     '{"s": "x", "n": -}',
+    '{"s": "x", "i": -}',
+    '{"s": "x", "i": -5-}',
+    '{"s": "x", "i": -1x}',
     '{"s": "x\\u12G4"}',
     '{"s": "x"} {"s": "y"}',
     '{"s": "x", "s": "y"}',
@@ -83,3 +86,16 @@ def test_random_splits(doc: str) -> None:
 def test_empty_chunks_are_harmless() -> None:
     doc = DOCS[0]
     assert verdict_of(["", doc[:5], "", doc[5:], ""]) == verdict_of([doc])
+
+
+def test_long_string_text_checks_independent_of_chunking() -> None:
+    """Past ``partial_pattern_max_length`` prefix checks stop, at the same character for any split."""
+    schema = {"type": "string", "pattern": "^a*$"}
+    doc = '"' + "a" * 4000 + "b" + "a" * 2000 + '"'
+    whole = verdict_of([doc], schema)
+    assert whole.error is not None and whole.error.offset == 4001
+    assert verdict_of([doc[i : i + 700] for i in range(0, len(doc), 700)], schema) == whole
+    late = '"' + "a" * 5000 + "b" + '"'
+    whole = verdict_of([late], schema)
+    assert whole.error is not None and whole.error.offset == len(late) - 1  # decided at the closing quote
+    assert verdict_of([late[i : i + 16] for i in range(0, len(late), 16)], schema) == whole

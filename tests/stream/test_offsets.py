@@ -60,7 +60,13 @@ CASES = [
     pytest.param(OBJ, '{"days": 20}', (11, "maximum", "/days"), id="maximum-at-close-integer-draft2020"),
     pytest.param(OBJ, '{"days": 20e-1}', None, id="exponent-brings-back"),
     pytest.param(OBJ, '{"days": 2e1}', (11, "maximum", "/days"), id="exponent-digit-past-maximum"),
-    pytest.param(OBJ, '{"days": 1.5}', (12, "type", "/days"), id="fraction-integer-at-close"),
+    pytest.param(OBJ, '{"days": 1.5}', (11, "maximum", "/days"), id="fraction-significant-digits-past-max"),
+    pytest.param(OBJ, '{"days": 0.5}', (12, "type", "/days"), id="fraction-integer-at-close"),
+    pytest.param(OBJ, '{"days": 15}', (10, "maximum", "/days"), id="significant-digits-past-max"),
+    pytest.param(OBJ, '{"days": 100}', (12, "maximum", "/days"), id="trailing-zeros-wait-for-close"),
+    pytest.param(
+        {"type": "integer", "minimum": -9}, "-12", (2, "minimum", ""), id="negative-significant-digits-below-min"
+    ),
     pytest.param(OBJ, '{"days": 3.0}', None, id="integer-valued-float"),
     pytest.param(OBJ, '{"tags": ["a", "b", "c"]}', (18, "maxItems", "/tags"), id="maxItems-at-comma"),
     pytest.param(OBJ, '{"tags": ["a", 1]}', (15, "type", "/tags/1"), id="item-type"),

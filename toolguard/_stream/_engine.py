@@ -364,19 +364,19 @@ class Engine(JsonHandlerBase):
     def _string_early(self, f: Frame, text: str, offset: int) -> None:
         prev_len = f.slen
         new_len = prev_len + len(text)
-        use_text = new_len <= self.partial_max
+        tlimit = min(len(text), self.partial_max - prev_len)  # characters eligible for text checks
         prev = f.sjoin
         deaths = []
         assert f.early is not None
         for ev in f.early:
             if ev.dead:
                 continue
-            k, keyword, detail = ev.str_death(prev, text, prev_len, use_text, self)
+            k, keyword, detail = ev.str_death(prev, text, prev_len, tlimit, self)
             if k:
                 deaths.append((k, keyword, detail, ev))
         f.slen = new_len
-        if use_text:
-            f.sjoin = prev + text
+        if tlimit > 0:
+            f.sjoin = prev + text[:tlimit]
         if deaths:
             deaths.sort(key=lambda d: d[0])
             for k, keyword, detail, ev in deaths:

@@ -131,9 +131,13 @@ class Ev:
     # -- string prefix checks --------------------------------------------------------------------------------
 
     def str_death(
-        self, prev: str, text: str, prev_len: int, use_text: bool, ctx: Engine
+        self, prev: str, text: str, prev_len: int, tlimit: int, ctx: Engine
     ) -> tuple[int, str, str]:
-        """(k, keyword, detail): the string dies at ``text[k-1]`` (k = 0: still possible)."""
+        """(k, keyword, detail): the string dies at ``text[k-1]`` (k = 0: still possible).
+
+        Text checks (enum/const prefixes, anchored patterns) look at ``text[:tlimit]`` only: past
+        ``partial_pattern_max_length`` characters they are left to the closing quote, whatever the chunking.
+        """
         node = self.node
         best = 0
         keyword = detail = ""
@@ -142,7 +146,8 @@ class Ev:
             best = node.max_len - prev_len + 1
             limit = best - 1
             keyword, detail = "maxLength", f"the string is longer than the maxLength of {node.max_len}"
-        if use_text and limit > 0:
+        limit = min(limit, tlimit)
+        if limit > 0:
             for ch in node.choices:
                 k = _choice_death(ch.strings, prev, text, limit)
                 if k:
@@ -537,13 +542,11 @@ class KeyName:
                 self.up.kid_failed(self, viol, ctx)  # type: ignore[arg-type]
 
     def str_death(
-        self, prev: str, text: str, prev_len: int, use_text: bool, ctx: Engine
+        self, prev: str, text: str, prev_len: int, tlimit: int, ctx: Engine
     ) -> tuple[int, str, str]:
-        if not use_text:
+        if tlimit <= 0 or not self._dead_prefix(prev + text[:tlimit], ctx):
             return 0, "", ""
-        if not self._dead_prefix(prev + text, ctx):
-            return 0, "", ""
-        k = _first_true(lambda k: self._dead_prefix(prev + text[:k], ctx), len(text))
+        k = _first_true(lambda k: self._dead_prefix(prev + text[:k], ctx), tlimit)
         return (
             k,
             "additionalProperties",

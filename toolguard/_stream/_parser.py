@@ -224,12 +224,18 @@ class JsonPushParser:
         self._h.number_end(text, self._num_start, end)
 
     def _number_error(self, text: str, end: int) -> None:
+        """Raise at the first bad character, after showing the handler the valid prefix (so a semantic
+        rejection inside it wins, exactly as when the prefix arrived in earlier chunks)."""
         for k in range(1, len(text) + 1):
             if _NUM_PREFIX(text[:k]) is None:
+                if k > 1:
+                    self._h.number_part(text[: k - 1], self._num_start)
                 raise JsonParseError(
                     f"invalid number: unexpected {_show(text[k - 1])} in {text[:k]!r}",
                     self._num_start + k - 1,
                 )
+        if text:
+            self._h.number_part(text, self._num_start)
         raise JsonParseError(f"incomplete number {text!r}", end)
 
     # -- the state machine -----------------------------------------------------------------------------------
@@ -380,6 +386,10 @@ class JsonPushParser:
                     if end > pos:
                         self._num += chunk[pos:end]
                         if len(self._num) > self.max_number_length:
+                            kept = self._num[: self.max_number_length]
+                            if _NUM_PREFIX(kept) is None:
+                                self._number_error(kept, base + end)
+                            h.number_part(kept, self._num_start)
                             raise JsonParseError(
                                 f"number literal longer than max_number_length={self.max_number_length}",
                                 self._num_start + self.max_number_length,

@@ -2,10 +2,11 @@
 
 The one door to torch: nothing outside ``toolguard.local`` imports torch, transformers or a grammar engine.
 
-- ``ToolCallLogitsProcessor(tokenizer, toolset, tool_choice)``: for ``model.generate(logits_processor=[...])``;
-  one grammar state per sequence of the batch.
-- ``LocalGenerator(model, tokenizer)``: ``.chat(messages, tools=..., tool_choice=...)`` returns an OpenAI-shaped
-  ``chat.completion`` dict; ``.chat_stream(...)`` yields ``chat.completion.chunk`` dicts. Jump-forward decoding.
+- ``ToolCallLogitsProcessor(tokenizer, toolset, tool_choice)``: for
+  ``model.generate(logits_processor=[...])``; one grammar state per sequence of the batch.
+- ``LocalGenerator(model, tokenizer)``: ``.chat(messages, tools=..., tool_choice=...)`` returns an
+  OpenAI-shaped ``chat.completion`` dict; ``.chat_stream(...)`` yields ``chat.completion.chunk`` dicts.
+  Jump-forward decoding.
 - ``RunawayStoppingCriteria``: stop ``generate()`` at a repetition loop.
 - Engines: ``"llguidance"`` (default), ``"xgrammar"``, ``"outlines"`` (outlines-core); see ``ENGINES``.
 """

@@ -23,7 +23,13 @@ from .._exceptions import GrammarCompileTimeout
 from ._engines import CallSpec, Engine
 from ._vocab import Vocab
 
-__all__ = ["DEFAULT_CACHE_SIZE", "DEFAULT_COMPILE_TIMEOUT", "CompileStats", "clear_cache", "compile_call_grammar"]
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "DEFAULT_COMPILE_TIMEOUT",
+    "CompileStats",
+    "clear_cache",
+    "compile_call_grammar",
+]
 
 #: Seconds a compile may take before ``GrammarCompileTimeout``. llguidance and xgrammar need milliseconds for
 #: tool sets; outlines-core at a 128k vocabulary needs 40-56 s for a 5-tool union and hits this limit.
@@ -62,7 +68,12 @@ def clear_cache() -> None:
 
 
 def compile_call_grammar(
-    engine: Engine, vocab: Vocab, spec: CallSpec, n_vocab: int, *, timeout: float | None = DEFAULT_COMPILE_TIMEOUT
+    engine: Engine,
+    vocab: Vocab,
+    spec: CallSpec,
+    n_vocab: int,
+    *,
+    timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
 ) -> Any:
     """The compiled grammar for ``spec``, from the cache or compiled now (see the module docstring).
 
@@ -80,15 +91,16 @@ def compile_call_grammar(
             job = _INFLIGHT[key] = _Job()
             STATS.misses += 1
             worker = threading.Thread(
-                target=_run, args=(job, key, engine, vocab, spec, n_vocab), name="toolguard-compile", daemon=True
+                target=_run, args=(job, key, engine, vocab, spec, n_vocab), name="toolguard-compile",
+                daemon=True,
             )
             worker.start()
     if not job.done.wait(timeout):
         with _LOCK:
             STATS.timeouts += 1
         raise GrammarCompileTimeout(
-            f"compiling the {engine.name} grammar for {len(spec.tools)} tool(s) took more than {timeout:g} s; "
-            "it goes on in the background and will be cached. Raise compile_timeout, or use the llguidance "
+            f"compiling the {engine.name} grammar for {len(spec.tools)} tool(s) took more than {timeout:g} s;"
+            " it goes on in the background and will be cached. Raise compile_timeout, or use the llguidance "
             "engine, which compiles tool sets in milliseconds."
         )
     if job.error is not None:

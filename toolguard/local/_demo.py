@@ -393,12 +393,12 @@ class _Display:
         from rich.markup import escape
 
         self.runaways += 1
+        unit = escape(repr(info["unit"]))
         self.console.print(
-            f"    [magenta]runaway stopped[/]: {info['kind']} loop of {info['unit']!r} "
-            f"({info['copies']} copies, period {info['period']}) "
-            f"[dim]-> retrying without the bias[/]".replace("'", "'")
+            f"    [magenta]runaway stopped[/]: {info['kind']} loop of {unit} ({info['copies']} copies, "
+            f"period {info['period']}) [dim]-> retrying without the bias[/]"
         )
-        self.event(f"runaway {info['kind']} {escape(str(info['unit']))}")
+        self.event(f"runaway {info['kind']} {info['unit']!r}")
 
     def record(self, record: ExecutionRecord) -> None:
         from rich.markup import escape

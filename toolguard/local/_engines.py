@@ -1,21 +1,21 @@
 """Grammar engines behind one small adapter interface.
 
-A tool call is the JSON text ``{"name": <name>, "arguments": <args>}`` written with fixed separators
-(``", "`` and ``": "`` by default: the layout hermes/Qwen chat templates render and models are trained on), and
-the call grammar is the union over the allowed tools of that layout with ``<args>`` constrained by the tool's
-prepared schema. Each engine builds it its own way:
+A tool call is the JSON text ``{"name": <name>, "arguments": <args>}`` written with fixed separators (``", "``
+and ``": "`` by default: the layout hermes/Qwen chat templates render and models are trained on), and the call
+grammar is the union over the allowed tools of that layout with ``<args>`` constrained by the tool's prepared
+schema. Each engine builds it its own way:
 
 - llguidance: a Lark grammar, one alternative per tool, each ``%json{...}`` with ``x-guidance`` separators and
   ``whitespace_flexible: false`` (no whitespace beyond the separators);
 - xgrammar: ``Grammar.union`` of ``Grammar.concat(literal, from_json_schema(any_whitespace=False), literal)``;
-- outlines-core: one regex (``build_regex_from_schema`` with whitespace bounded to one optional space), indexed
-  over the vocabulary.
+- outlines-core: one regex (``build_regex_from_schema`` with whitespace bounded to one optional space),
+  indexed over the vocabulary.
 
-``Engine.compile`` is the slow part (run by ``_compile`` in a worker thread with a deadline). ``Matcher`` is
-per sequence and per call: ``fill`` writes the allowed-token bitmask (int32 words, bit ``i % 32`` of word
-``i // 32``), ``consume`` advances, ``accepting`` says the call text is complete, ``forced`` returns tokens the
-grammar allows as the only continuation (jump-forward). Engines' own end-of-sequence bits are ignored by the
-caller: termination is decided by the turn automaton (``_turn``).
+``Engine.compile`` is the slow part (run by ``_compile`` in a worker thread with a deadline). ``Matcher``
+is per sequence and per call: ``fill`` writes the allowed-token bitmask (int32 words, bit ``i % 32`` of word
+``i // 32``), ``consume`` advances, ``accepting`` says the call text is complete, ``forced`` returns tokens
+the grammar allows as the only continuation (jump-forward). Engines' own end-of-sequence bits are ignored by
+the caller: termination is decided by the turn automaton (``_turn``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ class CallSpec:
 
     @property
     def key(self) -> str:
-        return json.dumps([self.tools, self.separators, self.close_objects, self.lenient], separators=(",", ":"))
+        fields = [self.tools, self.separators, self.close_objects, self.lenient]
+        return json.dumps(fields, separators=(",", ":"))
 
     def prefix(self, name: str) -> str:
         item, colon = self.separators
@@ -201,9 +202,11 @@ class XGrammarEngine:
         try:
             for name, schema_text in spec.tools:
                 args = xgr.Grammar.from_json_schema(
-                    schema_text, any_whitespace=False, separators=(item, colon), strict_mode=spec.close_objects
+                    schema_text, any_whitespace=False, separators=(item, colon),
+                    strict_mode=spec.close_objects,
                 )
-                alternatives.append(xgr.Grammar.concat(_xgr_literal(spec.prefix(name)), args, _xgr_literal("}")))
+                call = xgr.Grammar.concat(_xgr_literal(spec.prefix(name)), args, _xgr_literal("}"))
+                alternatives.append(call)
             grammar = alternatives[0] if len(alternatives) == 1 else xgr.Grammar.union(*alternatives)
             return compiler.compile_grammar(grammar)
         except RuntimeError as exc:

@@ -1,9 +1,9 @@
 """Build tokenizers and small random-weight models locally: no hub, nothing downloaded.
 
-Tests, benchmarks and the demo-model trainer need a real tokenizer (byte-level BPE, like Llama 3 and Qwen) with
-a chat template that knows about tools, and Llama-style causal LMs built from a config. This module trains them
-from text on disk (by default the Python standard library's own sources) and caches the tokenizer in a folder
-keyed by its parameters, so a second call costs a file read.
+Tests, benchmarks and the demo-model trainer need a real tokenizer (byte-level BPE, like Llama 3 and Qwen)
+with a chat template that knows about tools, and Llama-style causal LMs built from a config. This module
+trains them from text on disk (by default the Python standard library's own sources) and caches the tokenizer
+in a folder keyed by its parameters, so a second call costs a file read.
 
 - ``build_tokenizer(texts, vocab_size, ...)``: train a byte-level BPE with ``tokenizers`` and wrap it as a
   transformers fast tokenizer with hermes/Qwen-style special tokens (``<|im_start|>``, ``<|im_end|>``,
@@ -66,13 +66,15 @@ CHAT_TEMPLATE = (
     # that follows a tag is written as an expression ({{ nl }}).
     "{% set nl = '\\n' %}"
     "{% set ns = namespace(system=none) %}"
-    "{% if messages and messages[0]['role'] == 'system' %}{% set ns.system = messages[0]['content'] %}{% endif %}"
+    "{% if messages and messages[0]['role'] == 'system' %}"
+    "{% set ns.system = messages[0]['content'] %}{% endif %}"
     "{% if tools %}"
     "<|im_start|>system\n"
     "{% if ns.system %}{{ ns.system }}{{ nl }}{{ nl }}{% endif %}"
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-    "{% for tool in tools %}{{ nl }}{{ (tool['function'] if tool['function'] is defined else tool) | tojson }}"
+    "{% for tool in tools %}{{ nl }}"
+    "{{ (tool['function'] if tool['function'] is defined else tool) | tojson }}"
     "{% endfor %}{{ nl }}</tools>\n\n"
     "For each function call, return a json object with function name and arguments within "
     "<tool_call></tool_call> XML tags:\n<tool_call>\n"
@@ -117,7 +119,8 @@ def _synthetic_calls(n: int, seed: int) -> Iterator[str]:
         args = {rng.choice(words): rng.choice([rng.choice(words), rng.randint(0, 999), True, None,
                                                [rng.randint(0, 9)] * rng.randint(0, 3)])
                 for _ in range(rng.randint(1, 4))}
-        yield f'{TOOL_CALL_OPEN}\n{json.dumps({"name": rng.choice(words), "arguments": args})}\n{TOOL_CALL_CLOSE}'
+        call = json.dumps({"name": rng.choice(words), "arguments": args})
+        yield f"{TOOL_CALL_OPEN}\n{call}\n{TOOL_CALL_CLOSE}"
 
 
 def default_corpus(*, max_bytes: int = DEFAULT_CORPUS_BYTES, seed: int = 0) -> list[str]:
@@ -227,8 +230,8 @@ def build_tiny_llama(
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    eos_ids = [i for i in (tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT))
-               if isinstance(i, int) and i >= 0]
+    candidates = (tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(END_OF_TEXT))
+    eos_ids = [i for i in candidates if isinstance(i, int) and i >= 0]
     config = LlamaConfig(
         vocab_size=vocab_size or len(tokenizer),
         hidden_size=hidden_size,

@@ -49,7 +49,7 @@ _PARSE_FORMAT = {"hermes": "hermes", "json": "openai"}
 
 @dataclass(slots=True)
 class GeneratorStats:
-    """Counters over a generator's life (``LocalGenerator.stats``) or one request (``result["toolguard"]``)."""
+    """Counters over a generator's life (``LocalGenerator.stats``) or a request (``result["toolguard"]``)."""
 
     requests: int = 0
     forward_passes: int = 0
@@ -85,8 +85,9 @@ class LocalGenerator:
 
     ``engine``/``format``/``max_string_length``/``close_objects``/``compile_timeout`` are as for
     ``ToolCallLogitsProcessor``, and so is ``unenforced`` (with ``"check"``, calls breaking a keyword the
-    grammar could not enforce are listed under ``toolguard.invalid``). ``end_token_ids`` defaults to every eos id the tokenizer, the model config and
-    its generation config declare. ``runaway`` builds the per-request ``RunawayDetector`` (None disables it).
+    grammar could not enforce are listed under ``toolguard.invalid``). ``end_token_ids`` defaults to every eos
+    id the tokenizer, the model config and its generation config declare. ``runaway`` builds the per-request
+    ``RunawayDetector`` (None disables it).
     """
 
     def __init__(
@@ -116,7 +117,8 @@ class LocalGenerator:
         self.unenforced: Unenforced = unenforced
         self.end_token_ids = tuple(end_token_ids) if end_token_ids else end_token_ids_of(tokenizer, model)
         self.runaway = runaway
-        self.model_name = model_name or str(getattr(getattr(model, "config", None), "_name_or_path", "") or "local")
+        path = getattr(getattr(model, "config", None), "_name_or_path", "")
+        self.model_name = model_name or str(path or "local")
         self.stats = GeneratorStats()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -141,10 +143,11 @@ class LocalGenerator:
         ``chat.completion.chunk`` dicts, as ``chat_stream``). ``result["toolguard"]`` carries the stats, an
         open call cut by the length limit (``truncated``), the runaway found, and parse notes."""
         kwargs = dict(tools=tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
-                      max_calls=max_calls, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
-                      logits_processors=logits_processors)
+                      max_calls=max_calls, max_new_tokens=max_new_tokens, temperature=temperature,
+                      top_p=top_p, seed=seed, logits_processors=logits_processors)
         if stream:
-            return self.chat_stream(messages, stream_calls=stream_calls, include_usage=include_usage, **kwargs)
+            return self.chat_stream(messages, stream_calls=stream_calls, include_usage=include_usage,
+                                    **kwargs)
         steps = self._decode(messages, **kwargs)
         run = _drain(steps)
         return _completion(self, run, seed)
@@ -158,7 +161,7 @@ class LocalGenerator:
         seed: int | None = None,
         **kwargs: Any,
     ) -> Iterator[dict[str, Any]]:
-        """The streaming twin of ``chat``: OpenAI ``chat.completion.chunk`` dicts (see the module docstring)."""
+        """The streaming twin of ``chat``: ``chat.completion.chunk`` dicts (see the module docstring)."""
         if stream_calls not in ("hold", "pass"):
             raise UsageError(f"stream_calls must be 'hold' or 'pass', not {stream_calls!r}")
         steps = self._decode(messages, seed=seed, **kwargs)
@@ -166,13 +169,13 @@ class LocalGenerator:
 
     # ---- decoding ----------------------------------------------------------------------------------------
     def prompt_ids(self, messages: Sequence[Mapping[str, Any]], tools: Any = None) -> list[int]:
-        """The prompt for ``messages``: the tokenizer's chat template when it has one (tools passed to it), else
-        a plain ``role: content`` rendering with the tool list in a system line."""
+        """The prompt for ``messages``: the tokenizer's chat template when it has one (tools passed to it),
+        else a plain ``role: content`` rendering with the tool list in a system line."""
         tok = self.tokenizer
         openai_tools = as_toolset(tools).to_openai() if tools is not None else None
         if getattr(tok, "chat_template", None):
-            ids = tok.apply_chat_template(list(messages), tools=openai_tools or None, add_generation_prompt=True,
-                                          tokenize=True, return_dict=False)
+            ids = tok.apply_chat_template(list(messages), tools=openai_tools or None,
+                                          add_generation_prompt=True, tokenize=True, return_dict=False)
             return [int(i) for i in ids]
         import json
 
@@ -221,8 +224,10 @@ class LocalGenerator:
         ids = torch.zeros((1, total), dtype=torch.long)
         ids[0, : len(prompt)] = torch.tensor(prompt)
         length = len(prompt)
-        criteria = (RunawayStoppingCriteria(self.tokenizer, detector_factory=self.runaway, prompt_length=length)
-                    if self.runaway is not None else None)
+        criteria = None
+        if self.runaway is not None:
+            criteria = RunawayStoppingCriteria(self.tokenizer, detector_factory=self.runaway,
+                                               prompt_length=length)
         n_vocab = grammar.n_vocab
         ends = set(grammar.end_ids)
         pending = prompt
@@ -234,7 +239,7 @@ class LocalGenerator:
                 with torch.inference_mode():
                     out = self.model(input_ids=torch.tensor([pending], device=device), use_cache=True,
                                      **{cache_arg: past})
-                past = out[cache_arg] if cache_arg in out else out.past_key_values
+                past = out.get(cache_arg, out.past_key_values)
                 logits = out.logits[0, -1].float().cpu().clone()
                 stats.forward_passes += 1
                 t1 = time.perf_counter()
@@ -300,11 +305,11 @@ def end_token_ids_of(tokenizer: Any, model: Any) -> tuple[int, ...]:
 
 
 def _drain(steps: Iterator[tuple[list[int], _Run]]) -> _Run:
-    run = None
-    for _, run in steps:
+    last = None
+    for _, last in steps:  # noqa: B007 - only the final state matters
         pass
-    assert run is not None
-    return run
+    assert last is not None
+    return last
 
 
 def _sample(logits: Any, temperature: float, top_p: float, gen: Any) -> int:
@@ -400,7 +405,8 @@ def _check_unenforced(grammar: TurnGrammar, calls: Sequence[tuple[str, str]]) ->
 
 def _usage(run: _Run) -> dict[str, int]:
     done = len(run.tokens)
-    return {"prompt_tokens": run.prompt_tokens, "completion_tokens": done, "total_tokens": run.prompt_tokens + done}
+    total = run.prompt_tokens + done
+    return {"prompt_tokens": run.prompt_tokens, "completion_tokens": done, "total_tokens": total}
 
 
 def _completion_id() -> str:
@@ -497,8 +503,9 @@ class _Streamer:
                     return
                 self.call_ids.append(_call_id(self.rng))
                 self.call_sent.append(0)
-                yield self.chunk({"tool_calls": [{"index": index, "id": self.call_ids[index], "type": "function",
-                                                  "function": {"name": name, "arguments": ""}}]})
+                head = {"index": index, "id": self.call_ids[index], "type": "function",
+                        "function": {"name": name, "arguments": ""}}
+                yield self.chunk({"tool_calls": [head]})
             name = _name_of(text, self.gen.separators)
             assert name is not None
             prefix_len = len(_prefix(name, self.gen.separators))

@@ -5,9 +5,9 @@ xgrammar falls back from ``oneOf`` to ``anyOf`` and ignores ``multipleOf`` on nu
 ``dependentRequired``), so a "constrained" model can still produce arguments the schema forbids. Before a
 schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema)) and:
 
-1. raises ``RemoteRefRefused`` for a ``$ref`` that is not local, and ``UnsupportedKeyword`` (naming the keyword,
-   the JSON pointer, the tool and the engine) for any assertion or applicator keyword the engine does not
-   enforce, or a ``format`` it does not know. The tables below were measured on this machine: for each
+1. raises ``RemoteRefRefused`` for a ``$ref`` that is not local, and ``UnsupportedKeyword`` (naming the
+   keyword, the JSON pointer, the tool and the engine) for any assertion or applicator keyword the engine does
+   not enforce, or a ``format`` it does not know. The tables below were measured on this machine: for each
    keyword, a valid and an invalid instance fed through the engine (tests/local/test_keywords.py re-checks
    every entry). Keywords that only *restrict* generation further (xgrammar anchoring ``pattern``) are kept:
    what the grammar lets through is still valid.
@@ -16,8 +16,8 @@ schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema
 3. optionally caps free strings (``max_string_length``) and closes objects that list ``properties``
    (``additionalProperties: false``), both of which only restrict generation.
 
-Annotations (``title``, ``description``, ``default``, ``examples``...) and unknown keywords (vendor extensions,
-which JSON Schema itself ignores) pass through untouched. The input is never mutated.
+Annotations (``title``, ``description``, ``default``, ``examples``...) and unknown keywords (vendor
+extensions, which JSON Schema itself ignores) pass through untouched. The input is never mutated.
 """
 
 from __future__ import annotations
@@ -127,8 +127,9 @@ class _Walker:
             if key in _ASSERTIONS and key not in self.allowed:
                 self._unsupported(node, key, path, "")
         if "format" in node and isinstance(node["format"], str) and node["format"] not in self.formats:
+            known = sorted(self.formats)
             self._unsupported(node, "format", path,
-                              f"format {node['format']!r} is not one of {sorted(self.formats)} for {self.engine}")
+                              f"format {node['format']!r} is not one of {known} for {self.engine}")
         if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
             self._unsupported(node, "multipleOf", path,
                               'xgrammar enforces multipleOf on integers only; add "type": "integer"')
@@ -225,7 +226,8 @@ def _types_of(branch: Any, root: Any, depth: int = 0) -> set[str] | None:
     if isinstance(branch.get("$ref"), str) and branch["$ref"].startswith("#/"):
         target: Any = root
         for part in branch["$ref"][2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+            key = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(key) if isinstance(target, dict) else None
         return _types_of(target, root, depth + 1)
     if "const" in branch:
         return {_TYPE_OF_CONST.get(type(branch["const"]), "?")}
@@ -271,4 +273,5 @@ def _disjoint(branches: Any, root: Any) -> bool:
     if not discs or not all(discs):
         return False
     common = set(discs[0]).intersection(*discs[1:])
-    return any(all(not (discs[i][k] & discs[j][k]) for i in range(len(discs)) for j in range(i)) for k in common)
+    pairs = [(i, j) for i in range(len(discs)) for j in range(i)]
+    return any(all(not (discs[i][k] & discs[j][k]) for i, j in pairs) for k in common)

@@ -71,10 +71,10 @@ def normalize_tool_choice(tool_choice: Any, toolset: ToolSet) -> tuple[str, list
         return "none", []
     elif isinstance(tool_choice, str):
         if tool_choice not in toolset:
-            raise UsageError(f"tool_choice names {tool_choice!r}, which is not among the tools: {toolset.names}")
+            raise UsageError(f"tool_choice names {tool_choice!r}, not one of the tools {toolset.names}")
         return "required", [tool_choice]
     else:
-        raise UsageError(f"tool_choice must be 'auto', 'required', 'none' or a tool name, not {tool_choice!r}")
+        raise UsageError(f"tool_choice must be 'auto', 'required', 'none' or a tool name: {tool_choice!r}")
     if not len(toolset):
         if mode == "required":
             raise UsageError("tool_choice='required' needs at least one tool")
@@ -145,8 +145,9 @@ class ToolCallLogitsProcessor:
     ``tool_choice``: ``"auto"`` (free text, or calls once the model opens one), ``"required"`` (calls only),
     ``"none"`` (text that never opens a call) or a tool name. ``format``: ``"hermes"``
     (``<tool_call>\\n{...}\\n</tool_call>``) or ``"json"`` (the bare call object; a list with
-    ``parallel_tool_calls``, at most ``max_calls`` of them). End-of-turn ids: ``end_token_ids``, else every eos id declared by the tokenizer and
-    by ``generation_config`` (a ``GenerationConfig``, config or model). ``max_string_length`` caps free strings;
+    ``parallel_tool_calls``, at most ``max_calls`` of them). End-of-turn ids: ``end_token_ids``, else every
+    eos id declared by the tokenizer and by ``generation_config`` (a ``GenerationConfig``, config or model).
+    ``max_string_length`` caps free strings;
     ``close_objects`` forbids properties a schema does not list (default on: models cannot invent arguments).
     ``unenforced``: ``"error"`` (default) or ``"check"`` (see ``Unenforced``).
     """
@@ -171,9 +172,10 @@ class ToolCallLogitsProcessor:
     ) -> None:
         ends = tuple(end_token_ids) if end_token_ids else _end_ids(tokenizer, generation_config)
         self.grammar = build_turn_grammar(
-            tokenizer, toolset, tool_choice, engine=engine, format=format, parallel_tool_calls=parallel_tool_calls,
-            max_calls=max_calls, end_ids=ends, max_string_length=max_string_length, close_objects=close_objects,
-            separators=separators, compile_timeout=compile_timeout, unenforced=unenforced,
+            tokenizer, toolset, tool_choice, engine=engine, format=format,
+            parallel_tool_calls=parallel_tool_calls, max_calls=max_calls, end_ids=ends,
+            max_string_length=max_string_length, close_objects=close_objects, separators=separators,
+            compile_timeout=compile_timeout, unenforced=unenforced,
         )
         self.states: list[TurnState] = []
         self.stats = ProcessorStats()
@@ -209,8 +211,8 @@ class ToolCallLogitsProcessor:
         return scores
 
     def stopping_criteria(self) -> Any:
-        """A ``StoppingCriteria`` that ends each row at its first end-of-turn token, for when the grammar's end
-        ids are not all in ``generation_config.eos_token_id``."""
+        """A ``StoppingCriteria`` that ends each row at its first end-of-turn token, for when the grammar's
+        end ids are not all in ``generation_config.eos_token_id``."""
         from transformers import StoppingCriteria
 
         ends = frozenset(self.grammar.end_ids)
@@ -226,4 +228,6 @@ class ToolCallLogitsProcessor:
 
 
 def _end_ids(tokenizer: Any, generation_config: Any) -> tuple[int, ...]:
-    return end_token_ids(tokenizer, generation_config) if generation_config is not None else end_token_ids(tokenizer)
+    if generation_config is None:
+        return end_token_ids(tokenizer)
+    return end_token_ids(tokenizer, generation_config)

@@ -124,8 +124,11 @@ def _chat_kwargs(body: Any) -> dict[str, Any]:
             param="response_format",
         )
     tools = body.get("tools")
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, Mapping) for t in tools)):
-        raise _BadRequest("'tools' must be an array of tool objects", param="tools")
+    if tools is not None and (not isinstance(tools, list) or not all(_is_tool(t) for t in tools)):
+        raise _BadRequest(
+            "'tools' must be an array of {'type': 'function', 'function': {'name': ..., 'parameters': ...}}",
+            param="tools",
+        )
     tool_choice = body.get("tool_choice", "auto" if tools else "none")
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     if max_tokens is None:
@@ -157,6 +160,16 @@ def _chat_kwargs(body: Any) -> dict[str, Any]:
         "stream": stream,
         "include_usage": bool(isinstance(options, Mapping) and options.get("include_usage")),
     }
+
+
+def _is_tool(tool: Any) -> bool:
+    fn = tool.get("function") if isinstance(tool, Mapping) else None
+    return (
+        isinstance(fn, Mapping)
+        and tool.get("type", "function") == "function"
+        and isinstance(fn.get("name"), str)
+        and isinstance(fn.get("parameters", {}), Mapping)
+    )
 
 
 def _number(body: Mapping[str, Any], key: str, default: float, low: float, high: float) -> float:

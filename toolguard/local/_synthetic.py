@@ -537,16 +537,15 @@ _UNREADABLE = (
     "a tool call. Write the call again, complete and valid."
 )
 
-_FAILURES = {  # tool -> (exception text the executor reports, apology)
-    "read_file": "FileNotFoundError: no such file",
-    "write_file": "PermissionError: the workspace is read-only",
-    "list_dir": "FileNotFoundError: no such directory",
+_FAILURES = {  # tool -> the exception text the executor reports (formatted with the call's arguments)
+    "read_file": "FileNotFoundError: no such file: {path}",
+    "write_file": "FileExistsError: {path} exists; pass overwrite=true to replace it",
+    "list_dir": "FileNotFoundError: no such directory: {path}",
     "http_get": "ConnectError: the host could not be reached",
     "http_post": "ConnectError: the host could not be reached",
-    "get_weather": "LookupError: unknown city",
-    "get_forecast": "LookupError: unknown city",
-    "cancel_event": "KeyError: no event with this id",
-    "evaluate": "ZeroDivisionError: division by zero",
+    "get_weather": "LookupError: unknown city: {city}",
+    "get_forecast": "LookupError: unknown city: {city}",
+    "cancel_event": "KeyError: no event with id {event_id}",
 }
 
 
@@ -652,25 +651,12 @@ class _Generator:
         messages.append(self.call(name, args, call_id))
         if not answer:
             return
-        if roll > 0.95 and name in _FAILURES:
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": f"Tool {name!r} failed: {_FAILURES[name]}",
-                }
-            )
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": rng.choice(
-                        [
-                            f"Sorry, {name} failed: {_FAILURES[name]}.",
-                            f"That did not work: {_FAILURES[name]}.",
-                        ]
-                    ),
-                }
-            )
+        if roll > 0.93 and name in _FAILURES:
+            problem = _FAILURES[name].format(**args)
+            content = f"Tool {name!r} failed: {problem}"
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+            reply = rng.choice([f"Sorry, {name} failed: {problem}.", f"That did not work: {problem}."])
+            messages.append({"role": "assistant", "content": reply})
             return
         try:
             result = run_fake_tool(name, args)

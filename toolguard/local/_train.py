@@ -99,15 +99,15 @@ class TrainConfig:
     """Every knob of a training run (recorded in ``training.json``)."""
 
     seed: int = 0
-    dialogues: int = 24_000
+    dialogues: int = 10_000
     vocab_size: int = 3072
     hidden_size: int = 192
     layers: int = 4
     heads: int = 4
     kv_heads: int = 4
     intermediate_size: int = 512
-    steps: int = 1500
-    batch_size: int = 24
+    steps: int = 700
+    batch_size: int = 16
     lr: float = 3e-3
     warmup: int = 100
     weight_decay: float = 0.05

@@ -12,7 +12,8 @@ handled here, identically for every engine, as a few node kinds:
   between several literals and/or the end of the turn (parallel calls). Allowed: tokens whose bytes are a
   prefix of a live option. A single live option is forced (jump-forward).
 - ``call``: the engine matcher; its bitmask, restricted to non-special ids. When the call object closes
-  (the grammar is accepting, and a call object cannot be extended past its final ``}``), the automaton moves on.
+  (the grammar is accepting, and a call object cannot be extended past its final ``}``), the automaton moves
+  on.
 - ``jstart``: bare-JSON format with ``"auto"``: the first token either opens the call (as the engine allows)
   or starts free text that does not begin with ``{`` or ``[``.
 - ``end``: only end-of-turn ids (every eos id declared by the tokenizer and generation config); ``done``
@@ -91,12 +92,12 @@ class TurnGrammar:
     end_words: np.ndarray = field(init=False)
     free_json_words: np.ndarray = field(init=False)  # bare-JSON "auto": text that cannot open a call
     _entry: dict[tuple[bytes, ...], np.ndarray] = field(default_factory=dict, init=False)
-    unenforced: dict[str, list[str]] = field(default_factory=dict, init=False)  # tool -> dropped keyword paths
+    unenforced: dict[str, list[str]] = field(default_factory=dict, init=False)  # tool -> dropped keywords
     toolset: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if not self.end_ids:
-            raise UsageError("no end-of-turn token: the tokenizer declares no eos_token_id; pass end_token_ids=")
+            raise UsageError("no end-of-turn token: the tokenizer has no eos_token_id; pass end_token_ids")
         text_ids = [i for i, b in enumerate(self.vocab.token_bytes) if b]
         self.text_words = ids_to_bitmask(text_ids, self.n_vocab)
         self.end_words = ids_to_bitmask(self.end_ids, self.n_vocab)
@@ -178,7 +179,7 @@ class TurnState:
 
     @property
     def marker_pending(self) -> int:
-        """Trailing bytes of free text that may be the start of the call marker (a streamer holds them back)."""
+        """Trailing bytes of free text that may start the call marker (a streamer holds them back)."""
         return self._watch.state if self._watch is not None and self.phase == "free" else 0
 
     @property

@@ -7,10 +7,10 @@ the turn automaton needs:
 
 - ``literal_tokens(text, pos)``: the ids whose bytes are a prefix of ``text[pos:]`` (framing literals such as
   ``"\\n</tool_call>"``): at most ``len(text)`` dictionary probes per query, cached;
-- ``marker_bans(marker)``: for free text watched for a marker (``<tool_call>``), a table from the KMP state (how
-  many marker bytes end the text) to the ids that would complete the marker *before their own last byte*, i.e.
-  would smuggle text past the marker inside one token. Built with one sort of the vocabulary and a bisection
-  per marker suffix: O(V log V) once per (tokenizer, marker).
+- ``marker_bans(marker)``: for free text watched for a marker (``<tool_call>``), a table from the KMP state
+  (how many marker bytes end the text) to the ids that would complete the marker *before their own last byte*,
+  i.e. would smuggle text past the marker inside one token. Built with one sort of the vocabulary and a
+  bisection per marker suffix: O(V log V) once per (tokenizer, marker).
 
 Cost: building a ``Vocab`` is O(V) (about 0.1 s at 128k tokens); everything after is per-query and small.
 """
@@ -36,7 +36,7 @@ _LOCK = threading.Lock()
 
 def _byte_decoder() -> dict[str, int]:
     # GPT-2's reversible byte <-> printable-unicode map, as used by every byte-level BPE.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), 256)]
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -211,7 +211,7 @@ class Vocab:
         return b"".join(self.token_bytes[i] or b"" for i in ids if 0 <= i < self.size)
 
     def marker_bans(self, marker: bytes) -> list[list[int]]:
-        """For each KMP state ``k`` (0..len(marker)-1), ids that complete ``marker`` before their last byte."""
+        """Per KMP state ``k`` (0..len(marker)-1): ids that complete ``marker`` before their last byte."""
         hit = self._ban_cache.get(marker)
         if hit is not None:
             return hit

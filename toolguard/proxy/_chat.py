@@ -418,6 +418,7 @@ class _Stream:
         self._prefix: list[bytes] = []  # queued for the last write (a role chunk made at the end)
         self.send: Send | None = None
         self.content_sent = False  # some content reached the client (in any attempt)
+        self.suppressed = False  # the current attempt's content was held back (a retry after visible text)
         self.usage: dict[str, Any] | None = None
         self.next_index = 0
 
@@ -489,9 +490,11 @@ class _Stream:
         guard = result.guard
         writer = self._final_writer()
         tail = b""
-        if self.hold_content and guard.content:
-            tail += writer.content(guard.content)
         calls = guard.tool_calls
+        # Text held back: always with a required call; after a retry, only when the answer turned out to be
+        # text alone (the client then reads both attempts' text rather than lose the answer).
+        if guard.content and (self.hold_content or (self.suppressed and not calls)):
+            tail += writer.content(guard.content)
         if self.mode == "hold":
             for call in calls:
                 index = self.next_index
@@ -519,6 +522,7 @@ class _Stream:
         await self._end(encode_data(body))
 
     async def _attempt(self, action: Attempt) -> Completed | UpstreamFailure:
+        self.suppressed = False
         try:
             response = await self.ex.open(action.body)
         except UpstreamError as exc:
@@ -617,7 +621,9 @@ class _Stream:
                     return _STOP  # failed, or text after the calls (cut): close the upstream now
                 kind = type(ev)
                 if kind is ContentDelta:
-                    if not (suppress or self.hold_content):
+                    if suppress:
+                        self.suppressed = True
+                    elif not self.hold_content:
                         out.append(writer.content(ev.text))  # type: ignore[union-attr]
                         state.visible_content = True
                         self.content_sent = True

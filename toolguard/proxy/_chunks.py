@@ -11,7 +11,6 @@ fragment. Both are sans-IO and O(size of the chunk).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from .._events import ContentDelta, Finish, ToolCallDelta
@@ -23,58 +22,69 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _PASSTHROUGH_DELTA_KEYS = ("reasoning_content", "reasoning", "refusal")
 
 
-@dataclass(slots=True)
 class UpstreamChunk:
-    """What one upstream chunk carried, for choice 0."""
+    """What one upstream chunk carried for choice 0: Guard events, unjudged extras, usage, an error, meta."""
 
-    events: list[ContentDelta | ToolCallDelta | Finish] = field(default_factory=list)
-    extra: dict[str, Any] | None = None  # reasoning/refusal deltas, forwarded unjudged
-    usage: dict[str, Any] | None = None
-    error: Any = None
-    meta: dict[str, Any] | None = None  # id, created, model, system_fingerprint
+    __slots__ = ("error", "events", "extra", "meta", "usage")
+
+    def __init__(
+        self,
+        events: list[ContentDelta | ToolCallDelta | Finish],
+        extra: dict[str, Any] | None = None,
+        usage: dict[str, Any] | None = None,
+        error: Any = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.events = events
+        self.extra = extra  # reasoning/refusal deltas, forwarded unjudged
+        self.usage = usage
+        self.error = error
+        self.meta = meta  # the chunk itself: id, created, model, system_fingerprint
 
 
 def read_chunk(obj: Any) -> UpstreamChunk:
     """Translate a decoded upstream chunk. Raises ``ValueError`` for a chunk that is not an object."""
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise ValueError("an upstream chunk must be a JSON object")
-    out = UpstreamChunk()
-    if obj.get("error"):
-        out.error = obj["error"]
-        return out
+    error = obj.get("error")
+    if error:
+        return UpstreamChunk([], error=error)
     usage = obj.get("usage")
-    if isinstance(usage, dict):
-        out.usage = usage
-    out.meta = obj
+    events: list[ContentDelta | ToolCallDelta | Finish] = []
+    extra: dict[str, Any] | None = None
     for choice in obj.get("choices") or ():
-        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        if type(choice) is not dict or choice.get("index", 0) != 0:
             continue
-        delta = choice.get("delta") or {}
-        if isinstance(delta, dict):
+        delta = choice.get("delta")
+        if type(delta) is dict and delta:
             content = delta.get("content")
-            if isinstance(content, str) and content:
-                out.events.append(ContentDelta(content))
-            for i, tc in enumerate(delta.get("tool_calls") or ()):
-                if not isinstance(tc, dict):
-                    continue
-                fn = tc.get("function") or {}
-                out.events.append(
-                    ToolCallDelta(
-                        tc.get("index", i) if isinstance(tc.get("index", i), int) else i,
-                        tc.get("id") or None,
-                        fn.get("name") or None,
-                        fn.get("arguments") or "",
+            if content and type(content) is str:
+                events.append(ContentDelta(content))
+            calls = delta.get("tool_calls")
+            if calls:
+                for i, tc in enumerate(calls):
+                    if type(tc) is not dict:
+                        continue
+                    fn = tc.get("function") or {}
+                    index = tc.get("index", i)
+                    events.append(
+                        ToolCallDelta(
+                            index if type(index) is int else i,
+                            tc.get("id") or None,
+                            fn.get("name") or None,
+                            fn.get("arguments") or "",
+                        )
                     )
-                )
-            for key in _PASSTHROUGH_DELTA_KEYS:
-                value = delta.get(key)
-                if value:
-                    out.extra = out.extra or {}
-                    out.extra[key] = value
+            if len(delta) > (content is not None) + (calls is not None) + ("role" in delta):
+                for key in _PASSTHROUGH_DELTA_KEYS:
+                    value = delta.get(key)
+                    if value:
+                        extra = extra or {}
+                        extra[key] = value
         finish = choice.get("finish_reason")
         if finish:
-            out.events.append(Finish(finish))
-    return out
+            events.append(Finish(finish))
+    return UpstreamChunk(events, extra, usage if type(usage) is dict else None, None, obj)
 
 
 def sum_usage(total: dict[str, Any] | None, usage: dict[str, Any] | None) -> dict[str, Any] | None:

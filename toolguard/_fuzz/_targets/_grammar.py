@@ -354,20 +354,36 @@ class GrammarTarget(Target):
         try:
             value = strict_loads(args_text)
         except ValueError as exc:  # not JSON at all: the validators rightly refuse it; one finding is enough
-            return [Violation("grammar-output-valid", "the arguments are strict JSON",
-                              f"{exc}: {args_text[:1500]!r}", signature="grammar-output-valid:json")]
+            return [
+                Violation(
+                    "grammar-output-valid",
+                    "the arguments are strict JSON",
+                    f"{exc}: {args_text[:1500]!r}",
+                    signature="grammar-output-valid:json",
+                )
+            ]
         out = []
         validator = StreamValidator(schema)
         validator.feed(args_text)
         verdict = validator.close()
         if verdict.state != "complete":
-            out.append(Violation("grammar-output-valid", "the StreamValidator accepts what the grammar produced",
-                                 f"{name}({args_text[:1500]}): {verdict.error}\nschema: {json.dumps(schema)[:1500]}",
-                                 signature="grammar-output-valid:stream"))
+            out.append(
+                Violation(
+                    "grammar-output-valid",
+                    "the StreamValidator accepts what the grammar produced",
+                    f"{name}({args_text[:1500]}): {verdict.error}\nschema: {json.dumps(schema)[:1500]}",
+                    signature="grammar-output-valid:stream",
+                )
+            )
         if reference_valid(schema, value, check_schema=False) is False:
-            out.append(Violation("grammar-output-valid", "jsonschema accepts what the grammar produced",
-                                 f"{name}({args_text[:1500]})\nschema: {json.dumps(schema)[:1500]}",
-                                 signature="grammar-output-valid:jsonschema"))
+            out.append(
+                Violation(
+                    "grammar-output-valid",
+                    "jsonschema accepts what the grammar produced",
+                    f"{name}({args_text[:1500]})\nschema: {json.dumps(schema)[:1500]}",
+                    signature="grammar-output-valid:jsonschema",
+                )
+            )
         return out
 
     def _allowed(self, case: dict[str, Any]) -> set[str]:

@@ -60,7 +60,7 @@ PROXY_OPTIONS: dict[str, Any] = {
 }
 CLIENT_MARGIN = 4.0
 """Seconds beyond the proxy's deadline before a request counts as hung."""
-LEAK_GRACE = 1.5
+LEAK_GRACE = 3.0
 """Seconds after the last answer within which upstream connections must be closed."""
 _TOOL_NAMES = ("get_weather", "book_flight", "search", "write_file")
 
@@ -270,7 +270,7 @@ def _response(rng: random.Random, tools: list[dict[str, Any]], stream: bool) -> 
     if kind == "random-bytes":
         return kind, [write_step(bytes(rng.randrange(256) for _ in range(rng.randint(0, 300))))]
     if kind == "silent":
-        return kind, [["s", rng.choice([1500, 3000])]]
+        return kind, [["s", rng.choice([2500, 10000])]]  # outlasts the leak grace: a leak stays visible
     if kind == "reset":
         return kind, [write_step(head + body[: rng.randint(0, len(body))]), ["x"]]
     # chunked-bad: transfer-encoding chunked with a broken size line
