@@ -77,8 +77,18 @@ def json_arrays(draw: st.DrawFn) -> str:
 
 
 statements = st.sampled_from(
-    ["x = {n}", "elif x == {n}:", "return {n}", "self.items.append({n})", "if y > {n}:", "total += {n}",
-     "# step {n}", "print('value', {n})", "yield {n}", "assert f({n}) == {n}"]
+    [
+        "x = {n}",
+        "elif x == {n}:",
+        "return {n}",
+        "self.items.append({n})",
+        "if y > {n}:",
+        "total += {n}",
+        "# step {n}",
+        "print('value', {n})",
+        "yield {n}",
+        "assert f({n}) == {n}",
+    ]
 )
 
 

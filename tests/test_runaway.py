@@ -39,8 +39,14 @@ def feed(text: str, *, size: int = 3, detector: RunawayDetector | None = None) -
 
 
 def test_public_names() -> None:
-    for name in ("RunawayDetector", "Runaway", "RunawayConfig", "RunawayPolicy", "FINISH_REASON_REPETITION",
-                 "loop_in_prompt"):
+    for name in (
+        "RunawayDetector",
+        "Runaway",
+        "RunawayConfig",
+        "RunawayPolicy",
+        "FINISH_REASON_REPETITION",
+        "loop_in_prompt",
+    ):
         assert name in toolguard.__all__
     assert FINISH_REASON_REPETITION == "repetition"
     runaway = Runaway("periodic", "ab", 2, 3, 0, 6, 6)
@@ -130,8 +136,16 @@ def test_repetition_inside_a_json_string() -> None:
 
 def test_an_absolute_cap_holds_for_every_benign_unit() -> None:
     cap = RunawayConfig().cap
-    benign = {"-": "rule", "=": "rule", "0": "numeric", "0, ": "items", '"x", ': "items", "| --- ": "rule",
-              "{}, ": "items", "null, ": "items"}
+    benign = {
+        "-": "rule",
+        "=": "rule",
+        "0": "numeric",
+        "0, ": "items",
+        '"x", ': "items",
+        "| --- ": "rule",
+        "{}, ": "items",
+        "null, ": "items",
+    }
     for unit, cls in benign.items():
         found = feed("[" + unit * 3000)
         assert found is not None and found.unit_class == cls, unit
@@ -153,18 +167,26 @@ def _markdown_table() -> str:
 
 LEGIT = {
     "markdown table": _markdown_table(),
-    "dividers": "Title\n=====\n\n" + "".join("-" * 79 + f"\nSection {i}\n" for i in range(10)) + "#" * 80 + "\n",
+    "dividers": "Title\n=====\n\n"
+    + "".join("-" * 79 + f"\nSection {i}\n" for i in range(10))
+    + "#" * 80
+    + "\n",
     "boxed labels": ("+" + "-" * 70 + "+\n" + "| x" + " " * 67 + "|\n") * 6,
     "numbers": "x = " + " + ".join(str(10**k) for k in range(1, 60)) + "\n" + "y = 1000000000\n",
-    "json array of equal items": json.dumps({"values": [0] * 250, "flags": [False] * 100, "names": ["x"] * 100}),
-    "pretty json": json.dumps({"matrix": [[0] * 8 for _ in range(8)], "rows": [{"id": 0, "ok": True}] * 20},
-                              indent=2),
+    "json array of equal items": json.dumps(
+        {"values": [0] * 250, "flags": [False] * 100, "names": ["x"] * 100}
+    ),
+    "pretty json": json.dumps(
+        {"matrix": [[0] * 8 for _ in range(8)], "rows": [{"id": 0, "ok": True}] * 20}, indent=2
+    ),
     "elif chain": "def f(x):\n" + "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(60)),
     "indentation": "".join(" " * (4 * (i % 10)) + f"call_{i}()\n" for i in range(100)),
     "csv": "a,b,c,d\n" + "".join(f"0,0,{i},0\n" for i in range(200)),
     "log": "".join(f"2024-01-01T00:00:{i % 60:02d} INFO heartbeat ok\n" for i in range(200)),
     "hex dump": "".join(f"{i * 16:08x}: " + "0000 " * 8 + " ................\n" for i in range(64)),
-    "base64": base64.encodebytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) + bytes(300) + bytes(range(99)) + bytes(200)).decode(),
+    "base64": base64.encodebytes(
+        b"\x89PNG\r\n\x1a\n" + bytes(range(256)) + bytes(300) + bytes(range(99)) + bytes(200)
+    ).decode(),
     "ascii art": "+" + "-" * 60 + "+\n" + ("|" + " " * 60 + "|\n") * 5 + "+" + "-" * 60 + "+\n",
     "bullets": "".join(f"- point number {i}\n" for i in range(60)),
 }

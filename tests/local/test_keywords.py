@@ -184,9 +184,10 @@ def test_check_mode_drops_and_records(bpe_tokenizer: Any) -> None:
 def test_compile_cache_and_timeout(bpe_tokenizer: Any) -> None:
     tools = [{"type": "function", "function": {"name": "cache_probe", "parameters": {
         **OBJ, "properties": {"q": {**S, "maxLength": 3}}}}}]
-    ToolCallLogitsProcessor(bpe_tokenizer, tools, "required")
+    first = ToolCallLogitsProcessor(bpe_tokenizer, tools, "required")
+    assert ToolCallLogitsProcessor(bpe_tokenizer, tools, "required").grammar is first.grammar  # same request
     hits = STATS.hits
-    ToolCallLogitsProcessor(bpe_tokenizer, tools, "required")
+    ToolCallLogitsProcessor(bpe_tokenizer, tools, "cache_probe")  # another request, the same call grammar
     assert STATS.hits == hits + 1
     vocab = Vocab.of(bpe_tokenizer)
     # outlines-core indexes a union of tools slowly (~0.3 s here at 3k tokens, a minute at 128k)

@@ -24,7 +24,7 @@ from transformers import (  # noqa: E402
 )
 
 from toolguard import RunawayDetector  # noqa: E402
-from toolguard.local._stopping import RunawayStoppingCriteria  # noqa: E402
+from toolguard.local import RunawayStoppingCriteria  # noqa: E402
 
 pytestmark = pytest.mark.local
 
@@ -38,7 +38,7 @@ PROSE = (
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread() -> Any:
-    """A tiny model decodes fastest on one thread; on a shared machine more threads only wait for each other."""
+    """A tiny model decodes fastest on one thread; on a shared machine more threads only wait."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -50,7 +50,10 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A byte-level BPE (vocab 1000) trained on a few stdlib files, saved to and loaded from tmp."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    texts = [(STDLIB / name).read_text(encoding="utf-8") for name in ("argparse.py", "textwrap.py", "json/encoder.py")]
+    texts = [
+        (STDLIB / name).read_text(encoding="utf-8")
+        for name in ("argparse.py", "textwrap.py", "json/encoder.py")
+    ]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -62,9 +65,9 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
     )
     tok.train_from_iterator(texts, trainer)
     folder = tmp_path_factory.mktemp("bpe")
-    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>").save_pretrained(
-        str(folder)
-    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    ).save_pretrained(str(folder))
     return PreTrainedTokenizerFast.from_pretrained(str(folder))
 
 
@@ -114,8 +117,15 @@ class Script(LogitsProcessor):
         return forced
 
 
-def generate(model: Any, tokenizer: Any, criteria: RunawayStoppingCriteria, processor: LogitsProcessor,
-             *, batch: int = 1, max_new_tokens: int = 300) -> Any:
+def generate(
+    model: Any,
+    tokenizer: Any,
+    criteria: RunawayStoppingCriteria,
+    processor: LogitsProcessor,
+    *,
+    batch: int = 1,
+    max_new_tokens: int = 300,
+) -> Any:
     prompt = tokenizer(["Answer:"] * batch, return_tensors="pt")
     out = model.generate(
         **prompt,
@@ -159,8 +169,13 @@ def test_a_normal_generation_runs_to_the_end(model: Any, tokenizer: Any) -> None
     script = tokenizer.encode(PROSE)
     prompt_length = tokenizer("Answer:", return_tensors="pt")["input_ids"].shape[1]
     criteria = RunawayStoppingCriteria(tokenizer)
-    out = generate(model, tokenizer, criteria, Script([script], prompt_length, tokenizer.eos_token_id),
-                   max_new_tokens=len(script))
+    out = generate(
+        model,
+        tokenizer,
+        criteria,
+        Script([script], prompt_length, tokenizer.eos_token_id),
+        max_new_tokens=len(script),
+    )
     assert criteria.runaways == [None]
     assert criteria.finish_reasons == [None]
     assert tokenizer.decode(out[0]) == PROSE
@@ -172,8 +187,14 @@ def test_each_sequence_of_a_batch_stops_on_its_own(model: Any, tokenizer: Any) -
     prompt_length = tokenizer("Answer:", return_tensors="pt")["input_ids"].shape[1]
     criteria = RunawayStoppingCriteria(tokenizer)
     n = len(normal)
-    out = generate(model, tokenizer, criteria, Script([looping, normal], prompt_length, tokenizer.eos_token_id),
-                   batch=2, max_new_tokens=n)
+    out = generate(
+        model,
+        tokenizer,
+        criteria,
+        Script([looping, normal], prompt_length, tokenizer.eos_token_id),
+        batch=2,
+        max_new_tokens=n,
+    )
     first, second = criteria.runaways
     assert first is not None and first.kind in ("periodic", "token_run") and first.unit in ("?!", "!?")
     assert second is None
@@ -190,8 +211,13 @@ def test_a_loop_of_characters_split_across_byte_tokens(model: Any, tokenizer: An
     assert len(tokenizer.encode(unit)) > len(unit)
     prompt_length = tokenizer("Answer:", return_tensors="pt")["input_ids"].shape[1]
     criteria = RunawayStoppingCriteria(tokenizer)
-    generate(model, tokenizer, criteria, Script([script], prompt_length, tokenizer.eos_token_id),
-             max_new_tokens=len(script))
+    generate(
+        model,
+        tokenizer,
+        criteria,
+        Script([script], prompt_length, tokenizer.eos_token_id),
+        max_new_tokens=len(script),
+    )
     runaway = criteria.runaways[0]
     assert runaway is not None and runaway.period == 3
     assert sorted(runaway.unit) == sorted(unit)

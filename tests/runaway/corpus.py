@@ -9,9 +9,10 @@ base64 dumps). Man pages under /usr/share/man are used only by ``held_out()``, w
   ``?!`` alternation, sentences and paragraphs taken from the docs, code lines from the sources, equal JSON
   items, whitespace inside a JSON object, Unicode. Periods go from 1 to about 450 characters.
 - **Negatives** are legitimate repetitive text: stdlib sources (also escaped into a JSON tool call), the docs
-  (rst tables, ``*****`` underlines, grammar listings), and generated markdown/rst tables, dividers, CSV, logs,
-  hex dumps and base64 of real files, JSON arrays of equal items, big numbers, ASCII art, bullet lists, elif
-  chains. The stdlib's test files (``stdlib_tests()``) and ``held_out()`` are measured by the benchmark only.
+  (rst tables, ``*****`` underlines, grammar listings), and generated markdown/rst tables, dividers, CSV,
+  logs, hex dumps and base64 of real files, JSON arrays of equal items, big numbers, ASCII art, bullet
+  lists, elif chains. The stdlib's test files (``stdlib_tests()``) and ``held_out()`` are measured by the
+  benchmark only.
 
 ``pieces(text)`` cuts text the way a byte-level BPE roughly does (GPT-2 pre-tokenisation, then 1-8 character
 pieces chosen by a hash of the pre-token, so equal text gives equal pieces) and numbers pieces like token ids.
@@ -34,9 +35,7 @@ import regex
 
 __all__ = ["Sample", "build_corpus", "held_out", "pieces", "stdlib_root", "stdlib_tests"]
 
-_PRETOKEN = regex.compile(
-    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-)
+_PRETOKEN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def pieces(text: str, vocab: dict[str, int] | None = None) -> list[tuple[str, in
     return out
 
 
-# -- sources ---------------------------------------------------------------------------------------------------
+# -- sources -------------------------------------------------------------------------------------------------
 
 
 def _read(path: Path) -> str:
@@ -154,7 +153,7 @@ def _tool_json(rng: random.Random, words: list[str]) -> dict[str, object]:
     }
 
 
-# -- positives -------------------------------------------------------------------------------------------------
+# -- positives -----------------------------------------------------------------------------------------------
 
 _CHARS = ["S", "G", "!", "?", "A", "x", "\u00e4", "\u4f60", "\U0001f600", "-", ".", "0", "=", "*", "|"]
 _TOKENS = [" S", " lock", "lock", " the", "ing", "ha", " very", " 0", "\u4f60\u597d", " \U0001f600", "..."]
@@ -219,7 +218,7 @@ def _positives(rng: random.Random, count: int, docs: list[str], code: list[Path]
         yield Sample(f"pos-{i:04d}-{category}", prefix + loop, category, len(prefix), unit)
 
 
-# -- negatives -------------------------------------------------------------------------------------------------
+# -- negatives -----------------------------------------------------------------------------------------------
 
 
 def _markdown_table(rng: random.Random) -> str:
@@ -243,7 +242,16 @@ def _rst_table(rng: random.Random) -> str:
         out.append("|" + "|".join(str(rng.choice(["", "x", 0, 1])).ljust(w) for w in widths) + "|")
         out.append(sep)
     simple = "  ".join("=" * w for w in widths)
-    return "\n".join(out) + "\n\n" + simple + "\n" + "  ".join("a".ljust(w) for w in widths) + "\n" + simple + "\n"
+    return (
+        "\n".join(out)
+        + "\n\n"
+        + simple
+        + "\n"
+        + "  ".join("a".ljust(w) for w in widths)
+        + "\n"
+        + simple
+        + "\n"
+    )
 
 
 def _dividers(rng: random.Random) -> str:
@@ -251,7 +259,9 @@ def _dividers(rng: random.Random) -> str:
     for i in range(rng.randint(5, 30)):
         ch = rng.choice("-=*#~_+")
         title = f"Section {i}"
-        out.append(title + "\n" + ch * rng.choice([len(title), 40, 72, 79, 80, 100, 120]) + "\n\nSome text.\n")
+        out.append(
+            title + "\n" + ch * rng.choice([len(title), 40, 72, 79, 80, 100, 120]) + "\n\nSome text.\n"
+        )
         if rng.random() < 0.3:
             out.append("# " + ch * rng.randint(20, 77) + "\n")
     return "\n".join(out)
@@ -272,7 +282,9 @@ def _log(rng: random.Random) -> str:
     for i in range(rng.randint(50, 300)):
         t += rng.randint(0, 3)
         level = rng.choice(["INFO", "INFO", "INFO", "WARN"])
-        lines.append(f"2024-01-01T00:{t // 60 % 60:02d}:{t % 60:02d}.{i * 7 % 1000:03d}Z {level} [pid 42] {msg}")
+        lines.append(
+            f"2024-01-01T00:{t // 60 % 60:02d}:{t % 60:02d}.{i * 7 % 1000:03d}Z {level} [pid 42] {msg}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -289,23 +301,31 @@ def _hexdump(data: bytes) -> str:
 def _json_arrays(rng: random.Random) -> str:
     item = rng.choice([0, 1, 0.0, None, True, "x", "", {"a": 1}, [0, 0], {"id": 0, "ok": False}, "n/a"])
     indent = rng.choice([None, 2])
-    per_item = len(json.dumps({"v": [item] * 2}, indent=indent)) - len(json.dumps({"v": [item]}, indent=indent))
+    per_item = len(json.dumps({"v": [item] * 2}, indent=indent)) - len(
+        json.dumps({"v": [item]}, indent=indent)
+    )
     size = max(4, min(300, 900 // per_item))  # at most ~900 characters of equal items
     doc = {"values": [item] * rng.randint(4, size), "matrix": [[0] * 8 for _ in range(8)]}
     return json.dumps(doc, indent=indent)
 
 
 def _numbers(rng: random.Random) -> str:
-    nums = [str(10 ** rng.randint(3, 60)) for _ in range(20)] + [f"{rng.random() / 10**9:.20f}" for _ in range(5)]
+    nums = [str(10 ** rng.randint(3, 60)) for _ in range(20)] + [
+        f"{rng.random() / 10**9:.20f}" for _ in range(5)
+    ]
     return "values = [" + ", ".join(nums) + "]\nmask = 0x" + "f" * 16 + "\nbits = 0b" + "0" * 31 + "1\n"
 
 
 def _ascii_art(rng: random.Random) -> str:
     w = rng.randint(10, 70)
-    box = ["+" + "-" * w + "+"] + ["|" + " " * w + "|" for _ in range(rng.randint(1, 6))] + ["+" + "-" * w + "+"]
+    box = (
+        ["+" + "-" * w + "+"]
+        + ["|" + " " * w + "|" for _ in range(rng.randint(1, 6))]
+        + ["+" + "-" * w + "+"]
+    )
     banner = ["#" * (w + 2), "#" + " " * w + "#", "#" * (w + 2)]
     arrow = ["    " + "=" * rng.randint(3, 40) + ">", "  <" + "-" * rng.randint(3, 40)]
-    return "\n".join(box + [""] + banner + [""] + arrow) + "\n"
+    return "\n".join([*box, "", *banner, "", *arrow]) + "\n"
 
 
 def _bullets(rng: random.Random, words: list[str]) -> str:
@@ -352,7 +372,9 @@ def _negatives(rng: random.Random, count: int, docs: list[str], code: list[Path]
     for j in range(max(count // 3, len(synthetic))):
         category, make = synthetic[j % len(synthetic)]
         # Surround the structure with prose, as a model would.
-        yield Sample(f"neg-synth-{j:04d}-{category}", "Here is the result:\n\n" + make() + "\nDone.\n", category)
+        yield Sample(
+            f"neg-synth-{j:04d}-{category}", "Here is the result:\n\n" + make() + "\nDone.\n", category
+        )
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -363,7 +385,7 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def build_corpus(*, positives: int = 300, negatives: int = 150, seed: int = 0) -> list[Sample]:
-    """The labelled corpus: ``positives`` loops and about ``negatives`` real files plus docs and structures."""
+    """The labelled corpus: ``positives`` loops and about ``negatives`` real files, docs and structures."""
     rng = random.Random(seed)
     root = stdlib_root()
     docs = _docs()

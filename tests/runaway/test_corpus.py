@@ -43,8 +43,9 @@ def test_the_corpus_is_labelled_and_varied(corpus: list[tuple[Sample, list[tuple
 
 
 @pytest.mark.parametrize("ids", [True, False], ids=["token-ids", "text-only"])
-def test_recall_is_total_and_no_negative_fires(corpus: list[tuple[Sample, list[tuple[str, int]]]],
-                                               ids: bool) -> None:
+def test_recall_is_total_and_no_negative_fires(
+    corpus: list[tuple[Sample, list[tuple[str, int]]]], ids: bool
+) -> None:
     missed, early, false_alarms, slow = [], [], [], []
     for sample, stream in corpus:
         found = first_runaway(stream, ids=ids)

@@ -414,7 +414,11 @@ def _run_target(
                     small,
                     signature=shown.key,
                 )
-                findings.append(_save(finding, findings_dir))
+                saved = _save(finding, findings_dir)
+                if any(f.path == saved.path for f in findings):  # shrunk to a case already written
+                    duplicates += 1
+                else:
+                    findings.append(saved)
             now = time.monotonic()
             if now - last_report >= PROGRESS_INTERVAL:
                 last_report = now

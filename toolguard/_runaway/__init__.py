@@ -1,6 +1,7 @@
 """Runaway generation: detect repetition loops in a stream and decide what a front door does next.
 
-- ``RunawayDetector`` / ``Runaway`` / ``RunawayConfig`` (``_detector``, ``_config``): the sans-IO detector.
+- ``RunawayDetector`` / ``Runaway`` / ``RunawayConfig`` (``_detector``, ``_config``): the sans-IO detector;
+  ``classify_unit`` (not re-exported by ``toolguard``) names the class that chose a loop's threshold.
 - ``RunawayPolicy``, ``FINISH_REASON_REPETITION``, ``loop_in_prompt`` (``_policy``): retry with a change.
 
 The transformers ``StoppingCriteria`` lives in ``toolguard.local`` (the one door to torch).
@@ -8,7 +9,7 @@ The transformers ``StoppingCriteria`` lives in ``toolguard.local`` (the one door
 
 from __future__ import annotations
 
-from ._config import RunawayConfig, UnitClass, classify_unit
+from ._config import RunawayConfig, UnitClass, classify_unit  # noqa: F401  (classify_unit: module API)
 from ._detector import Runaway, RunawayDetector, RunawayKind
 from ._policy import FINISH_REASON_REPETITION, MAX_RUNAWAY_RETRIES, RunawayPolicy, loop_in_prompt
 
@@ -21,6 +22,5 @@ __all__ = [
     "RunawayKind",
     "RunawayPolicy",
     "UnitClass",
-    "classify_unit",
     "loop_in_prompt",
 ]

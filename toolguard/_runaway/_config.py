@@ -4,17 +4,21 @@ The periodic detectors measure one quantity, the *extent* of a loop: how many ch
 text are purely periodic with the loop's period, first copy included. A loop fires when its extent reaches
 ``need(unit)``, a number of characters that depends on what the unit looks like:
 
-- ``content`` (letters, ``?!``, words, sentences): the cheap case, few copies (``S S S S``, ``?!?!``, ``lock``);
-- ``lines`` (the unit holds whole lines: repeated code or prose lines): a few more copies, because code repeats
-  identical lines (``next(it)``, ``pass``) legitimately;
-- ``rule`` (only punctuation used for layout: ``-----``, ``=====``, ``|---|``, ``))))``, ``* * *``): a line's
-  worth and more;
-- ``numeric`` (digits with layout punctuation or hex digits: ``1000000000``, ``0, 0, 0``, ``00 00 00``);
-- ``items`` (equal JSON or Python list items: ``{"a": 1}, ``, ``"x", ``, ``None, ``), the most benign.
+- ``content`` (letters, ``?!``, words, sentences): the cheap case, few copies (``S S S S``, ``?!?!``,
+  ``lock``);
+- ``lines`` (the unit holds whole lines: repeated code or prose lines): a few more copies, because code
+  repeats identical lines (``next(it)``, ``pass``) legitimately;
+- ``rule`` (punctuation used for layout, or a unit that is seven eighths layout: ``-----``, ``=====``,
+  ``|---|``, ``))))``, ``* * *``, box lines): longer than any divider line;
+- ``numeric`` (digits with layout punctuation or hex digits: ``1000000000``, ``00 00 00``) and ``encoded``
+  (a run inside a base64 blob or hex dump, told by the context before it: ``AAAA``, ``ffff``);
+- ``items`` (equal JSON or Python list items: ``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``; rows of a
+  markdown table), the most benign.
 
-Benign classes raise the threshold; none switches detection off: ``cap`` bounds every threshold, so no unit
-in any context repeats for more than ``cap`` characters (whitespace has its own pair of caps). Classifying a
-unit costs O(period); it happens once per candidate loop, not per character.
+A unit inside a JSON string (``\\n``, ``\\"`` escapes: code written into a tool argument) is classified as
+the text it encodes. Benign classes raise the threshold; none switches detection off: ``cap`` bounds every
+threshold, so no unit in any context repeats for more than ``cap`` characters (whitespace has its own pair of
+caps). Classifying a unit costs O(period + context); it happens once per candidate loop, not per character.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ _HEXISH = _NUMERIC | _HEX_LETTERS
 _BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 _BASE64_TAIL = re.compile(r"[A-Za-z0-9+/=\n]+\Z")
 _HEX_DUMP = frozenset("0123456789abcdefABCDEF :")
-# The end of a hex number or dump: "0x7f", "#7fff", "0010: 00 00 ff" (prefix, digits and length checked apart).
+# The end of a hex number or dump: "0x7f", "#7fff", "0010: 00 00 ff" (prefix and digits checked apart).
 _HEX_TAIL = re.compile(r"[0-9a-fA-F :]+\Z")
 _ITEM_MARKS = frozenset(",\n")
 # An item holds a value: a string, a number, a literal word (checked by regex) or an empty object or list.
@@ -65,7 +69,7 @@ class RunawayConfig:
     # -- token runs (only when push() gets token ids) ------------------------------------------------------
     token_run: int = 4
     """Identical consecutive token ids that fire when the token is content (``S``, `` lock``)."""
-    # -- periodic loops in the text ---------------------------------------------------------------------------
+    # -- periodic loops in the text --------------------------------------------------------------------------
     max_period: int = 256
     """Longest unit searched for at every checkpoint (units up to ``max_block_period`` are searched less
     often)."""
@@ -89,9 +93,9 @@ class RunawayConfig:
     rule_chars: int = 480
     """Layout punctuation (``-----``, ``=====``, ``|---|``, ``))))``): longer than any divider line."""
     numeric_chars: int = 256
-    """Digits and hex with layout punctuation (``1000000000``, ``0, 0, 0``, ``00 00 00``)."""
+    """Digits and hex (``1000000000``, ``00 00 00``), and runs inside base64 or hex dumps (``AAAA``)."""
     items_chars: int = 1024
-    """Equal list items (``{"a": 1}, ``, ``"x", ``, ``None, ``): JSON arrays of equal values."""
+    """Equal list items (``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``) and equal table rows."""
     benign_copies: int = 8
     """Copies of a long unit of a benign class (table rows, box lines) when more than its characters."""
     cap: int = 2048
@@ -110,7 +114,7 @@ class RunawayConfig:
     ngram_length: int = 40
     ngram_copies: int = 10
     ngram_window: int = 2048
-    # -- memory ------------------------------------------------------------------------------------------------
+    # -- memory ----------------------------------------------------------------------------------------------
     window: int = 4096
     """Characters of tail kept (memory is O(window)); must hold a loop at its threshold plus a copy."""
 
@@ -131,8 +135,8 @@ class RunawayConfig:
         least = max(self.cap, 2 * self.max_block_period, self.whitespace_chars) + self.max_block_period
         if self.window < max(least, self.ngram_window):
             raise ConfigError(
-                "window must hold a loop at the cap plus one period, and the n-gram window: raise window to at "
-                f"least {max(least, self.ngram_window)}"
+                "window must hold a loop at the cap plus one period, and the n-gram window: raise window "
+                f"to at least {max(least, self.ngram_window)}"
             )
 
 

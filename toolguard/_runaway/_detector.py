@@ -17,9 +17,10 @@ At each checkpoint ``b`` (the text up to ``b`` is in a tail buffer of ``window``
    If the new segment continues it (one slice comparison) the extent grows, and when it reaches
    ``need(unit)`` (``_config.need_chars``: few copies for content, more for benign classes, never past
    ``cap``) the loop fires. Without a candidate the last ``probe`` characters are searched backwards
-   (``str.rfind``) within ``max_period``; a hit at shift ``p`` becomes the candidate if the tail holds two full
-   copies of period ``p``. At most ``_TRIES`` hits are tried; a hit inside a short-period run (indentation)
-   jumps over the whole run, so a unit with inner repetition still yields its true period at some checkpoint.
+   (``str.rfind``) within ``max_period``; a hit at shift ``p`` becomes the candidate if the tail holds two
+   full copies of period ``p``. At most ``_TRIES`` hits are tried; a hit inside a short-period run
+   (indentation) jumps over the whole run, so a unit with inner repetition still yields its true period at
+   some checkpoint.
    Every ``block_every`` checkpoints a longer probe is searched up to ``max_block_period`` (paragraphs). The
    start of an accepted extent is found by doubling and bisection over slice comparisons.
 3. **ngram** (off by default): the last ``ngram_length`` characters occurring ``ngram_copies`` times in the
@@ -285,12 +286,12 @@ class RunawayDetector:
                     return self._periodic(s, b)
                 return self._ngram(s, bb, b) if cfg.ngram else None
             self._cand_p = 0
-        if self._search(s, bb, b, cfg.probe, cfg.max_period, 1) or (
+        found = self._search(s, bb, b, cfg.probe, cfg.max_period, 1) or (
             self._checks % cfg.block_every == 0
             and self._search(s, bb, b, cfg.block_probe, cfg.max_block_period, cfg.max_period + 1)
-        ):
-            if b - self._cand_start >= self._cand_need:
-                return self._periodic(s, b)
+        )
+        if found and b - self._cand_start >= self._cand_need:
+            return self._periodic(s, b)
         # 3. n-gram recurrence (optional)
         return self._ngram(s, bb, b) if cfg.ngram else None
 
@@ -379,6 +380,9 @@ class RunawayDetector:
         copies = s.count(gram, lo, bb)
         if copies < cfg.ngram_copies:
             return None
+        cls = classify_unit(gram)
+        if cls not in ("content", "lines"):
+            return None  # benign structure recurs legitimately (tables, rules, equal items)
         first = s.find(gram, lo, bb)
         return Runaway(
             kind="ngram",
@@ -388,7 +392,7 @@ class RunawayDetector:
             offset=first + self._buf_base,
             length=bb - first,
             detected_at=b,
-            unit_class=classify_unit(gram),
+            unit_class=cls,
         )
 
 

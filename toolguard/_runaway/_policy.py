@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .._exceptions import ConfigError
+from .._exceptions import ConfigError, UsageError
 from ._detector import Runaway
 
 __all__ = [
@@ -42,9 +42,9 @@ class RunawayPolicy:
 
     Attempt ``n`` (1 for the first retry) samples at ``max(temperature * temperature_factor**n,
     temperature_floor)``, where ``temperature`` is the request's own (``default_temperature`` when it has
-    none); a greedy request (temperature 0) retries at ``temperature_floor``. With ``reseed`` each attempt gets
-    a new deterministic seed derived from the request's seed (0 when none) and ``n``, so no retry repeats the
-    previous request's sampling.
+    none); a greedy request (temperature 0) retries at ``temperature_floor``. With ``reseed`` each attempt
+    gets a new deterministic seed derived from the request's seed (0 when none) and ``n``, so no retry
+    repeats the previous request's sampling.
     """
 
     max_retries: int = 2
@@ -55,7 +55,9 @@ class RunawayPolicy:
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_retries <= MAX_RUNAWAY_RETRIES:
-            raise ConfigError(f"max_retries must be between 0 and {MAX_RUNAWAY_RETRIES}, got {self.max_retries}")
+            raise ConfigError(
+                f"max_retries must be between 0 and {MAX_RUNAWAY_RETRIES}, got {self.max_retries}"
+            )
         if not 0 < self.temperature_factor <= 1:
             raise ConfigError(f"temperature_factor must be in (0, 1], got {self.temperature_factor}")
         if self.temperature_floor <= 0:
@@ -85,8 +87,6 @@ class RunawayPolicy:
         and, with ``reseed``, ``seed``. Everything else is kept. Raises ``UsageError`` past ``max_retries``.
         """
         if attempt > self.max_retries:
-            from .._exceptions import UsageError
-
             raise UsageError(f"retry {attempt} exceeds max_retries={self.max_retries}; check should_retry()")
         out = dict(params)
         out["temperature"] = self.retry_temperature(params.get("temperature"), attempt)
@@ -96,8 +96,11 @@ class RunawayPolicy:
             out["seed"] = self.retry_seed(params.get("seed"), attempt)
         return out
 
-    def should_retry(self, runaway: Runaway, attempt: int, *, prompt: str | Iterable[str] | None = None) -> bool:
-        """Whether retry ``attempt`` (1-based) may run: attempts left and the loop not copied from ``prompt``."""
+    def should_retry(
+        self, runaway: Runaway, attempt: int, *, prompt: str | Iterable[str] | None = None
+    ) -> bool:
+        """Whether retry ``attempt`` (1-based) may run: attempts left, and the loop not copied from
+        ``prompt``."""
         if attempt > self.max_retries:
             return False
         return prompt is None or not loop_in_prompt(runaway, prompt)
@@ -119,6 +122,4 @@ def loop_in_prompt(runaway: Runaway, prompt: str | Iterable[str]) -> bool:
 
 def _check_attempt(attempt: int) -> None:
     if attempt < 1:
-        from .._exceptions import UsageError
-
         raise UsageError(f"attempts are numbered from 1 (the first retry), got {attempt}")

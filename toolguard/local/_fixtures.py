@@ -105,9 +105,14 @@ CHAT_TEMPLATE = (
 )
 
 
-def _stdlib_files() -> list[Path]:
+def _stdlib_files(*, recursive: bool = False) -> list[Path]:
+    """The stdlib's top-level modules, then (``recursive``) those of its packages, each group sorted."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    return sorted(p for p in root.glob("*.py") if p.is_file())
+    top = sorted(p for p in root.glob("*.py") if p.is_file())
+    if not recursive:
+        return top
+    deeper = sorted(p for p in root.glob("*/**/*.py") if p.is_file() and "site-packages" not in p.parts)
+    return top + deeper
 
 
 def _synthetic_calls(n: int, seed: int) -> Iterator[str]:
@@ -125,10 +130,11 @@ def _synthetic_calls(n: int, seed: int) -> Iterator[str]:
 
 def default_corpus(*, max_bytes: int = DEFAULT_CORPUS_BYTES, seed: int = 0) -> list[str]:
     """Text to train on: the running Python's standard library sources (sorted, deterministic) plus
-    generated tool-call JSON. ``max_bytes`` caps the stdlib part."""
+    generated tool-call JSON. ``max_bytes`` caps the stdlib part; past the top-level modules (about 5 MB) the
+    packages' sources are read too (a 128k vocabulary wants ~40 MB)."""
     texts: list[str] = []
     total = 0
-    for path in _stdlib_files():
+    for path in _stdlib_files(recursive=max_bytes > DEFAULT_CORPUS_BYTES):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -170,7 +176,7 @@ def build_tokenizer(
     )
     tok.train_from_iterator(texts, trainer)
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in extra_tokens])
-    hf = PreTrainedTokenizerFast(
+    hf = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tok,
         eos_token=IM_END,
         pad_token=END_OF_TEXT,
@@ -196,7 +202,7 @@ def cached_tokenizer(
 
     folder = Path(cache_dir) / f"bpe-{vocab_size}-{_cache_key(vocab_size, max_bytes, seed)}"
     if (folder / "tokenizer.json").exists():
-        hf = PreTrainedTokenizerFast.from_pretrained(str(folder))
+        hf: PreTrainedTokenizerFast = PreTrainedTokenizerFast.from_pretrained(str(folder))
         if hf.chat_template is None:  # pragma: no cover - older caches
             hf.chat_template = CHAT_TEMPLATE
         return hf
@@ -248,8 +254,8 @@ def build_tiny_llama(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
-    model.eval()
-    model.generation_config = GenerationConfig(
+    model.eval()  # type: ignore[no-untyped-call]
+    model.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]
         eos_token_id=eos_ids, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
     )
     return model

@@ -239,18 +239,24 @@ class LocalGenerator:
                 with torch.inference_mode():
                     out = self.model(input_ids=torch.tensor([pending], device=device), use_cache=True,
                                      **{cache_arg: past})
-                past = out.get(cache_arg, out.past_key_values)
-                logits = out.logits[0, -1].float().cpu().clone()
+                past = out[cache_arg] if cache_arg in out else getattr(out, "past_key_values", None)
+                logits = out.logits[0, -1].float().cpu().contiguous()
                 stats.forward_passes += 1
                 t1 = time.perf_counter()
                 stats.forward_seconds += t1 - t0
-                for proc in logits_processors:
-                    logits = proc(ids[:, :length], logits[None])[0]
+                if logits_processors:
+                    with torch.inference_mode():  # the logits are an inference tensor
+                        for proc in logits_processors:
+                            logits = proc(ids[:, :length], logits[None])[0]
                 mask = state.mask()
-                apply_mask(logits, mask, n_vocab)
                 stats.tokens_masked += mask.kind != "all"
-                t2 = time.perf_counter()
-                token = _sample(logits, temperature, top_p, gen)
+                if mask.kind == "single":  # nothing to sample
+                    token = mask.token
+                    t2 = time.perf_counter()
+                else:
+                    apply_mask(logits, mask, n_vocab)
+                    t2 = time.perf_counter()
+                    token = _sample(logits, temperature, top_p, gen)
                 t3 = time.perf_counter()
                 state.advance(token)
                 new = [token]
@@ -270,7 +276,7 @@ class LocalGenerator:
                 length += len(new)
                 run.tokens += new
                 stats.tokens_generated += len(new)
-                if criteria is not None and criteria(ids[:, :length])[0]:
+                if criteria is not None and criteria(ids[:, :length])[0]:  # type: ignore[arg-type]
                     run.runaway = criteria.runaways[0]
                     run.finish = "repetition"
                 elif token in ends or state.finished:

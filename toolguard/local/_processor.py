@@ -16,7 +16,10 @@ tokenizer without an end-of-turn token).
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,7 +29,7 @@ from .._tools import ToolSet
 from ._compile import DEFAULT_COMPILE_TIMEOUT, compile_call_grammar
 from ._engines import get_engine, spec_for
 from ._keywords import prepare_schema
-from ._mask import apply_mask
+from ._mask import apply_masks
 from ._turn import FORMATS, TurnGrammar, TurnState
 from ._vocab import Vocab, end_token_ids
 
@@ -82,12 +85,35 @@ def normalize_tool_choice(tool_choice: Any, toolset: ToolSet) -> tuple[str, list
     return mode, toolset.names
 
 
+_TOOLSETS: OrderedDict[str, ToolSet] = OrderedDict()
+_GRAMMARS: OrderedDict[tuple[Any, ...], TurnGrammar] = OrderedDict()
+#: Tool sets and turn grammars kept for repeated requests (a chat server sees the same tools again and again).
+GRAMMAR_CACHE_SIZE = 64
+_LOCK = threading.Lock()
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> Any:
+    with _LOCK:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > GRAMMAR_CACHE_SIZE:
+            cache.popitem(last=False)
+    return value
+
+
 def as_toolset(tools: Any) -> ToolSet:
+    """A ``ToolSet`` from a ``ToolSet`` or an OpenAI tools list (built once per distinct list)."""
     if isinstance(tools, ToolSet):
         return tools
     if tools is None:
         return ToolSet()
-    return ToolSet.from_openai(list(tools))
+    tools = list(tools)
+    try:
+        key = json.dumps(tools, sort_keys=True)
+    except (TypeError, ValueError):
+        return ToolSet.from_openai(tools)
+    hit = _TOOLSETS.get(key)
+    return hit if hit is not None else _remember(_TOOLSETS, key, ToolSet.from_openai(tools))
 
 
 def build_turn_grammar(
@@ -106,7 +132,47 @@ def build_turn_grammar(
     compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
     unenforced: Unenforced = "error",
 ) -> TurnGrammar:
-    """Prepare the schemas, compile the call grammar (cached) and return the shared ``TurnGrammar``."""
+    """Prepare the schemas, compile the call grammar (cached) and return the shared ``TurnGrammar``.
+
+    The result is cached by every argument, so a repeated request costs a dictionary lookup."""
+    key: tuple[Any, ...] | None = None
+    try:
+        tools_key = (json.dumps(toolset.to_openai(), sort_keys=True) if isinstance(toolset, ToolSet)
+                     else json.dumps(list(toolset or ()), sort_keys=True))
+        key = (id(tokenizer), tools_key, json.dumps(tool_choice, sort_keys=True), engine, format,
+               parallel_tool_calls, max_calls, tuple(end_ids), max_string_length, close_objects, separators,
+               unenforced)
+    except (TypeError, ValueError):
+        key = None
+    if key is not None:
+        hit = _GRAMMARS.get(key)
+        if hit is not None and hit.vocab.tokenizer is tokenizer:
+            return hit
+    grammar = _build_turn_grammar(
+        tokenizer, toolset, tool_choice, engine=engine, format=format,
+        parallel_tool_calls=parallel_tool_calls, max_calls=max_calls, end_ids=end_ids,
+        max_string_length=max_string_length, close_objects=close_objects, separators=separators,
+        compile_timeout=compile_timeout, unenforced=unenforced,
+    )
+    return grammar if key is None else _remember(_GRAMMARS, key, grammar)
+
+
+def _build_turn_grammar(
+    tokenizer: Any,
+    toolset: Any,
+    tool_choice: Any,
+    *,
+    engine: str,
+    format: str,
+    parallel_tool_calls: bool,
+    max_calls: int | None,
+    end_ids: Sequence[int],
+    max_string_length: int | None,
+    close_objects: bool,
+    separators: tuple[str, str],
+    compile_timeout: float | None,
+    unenforced: Unenforced,
+) -> TurnGrammar:
     if format not in FORMATS:
         raise UsageError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
     tools = as_toolset(toolset)
@@ -201,13 +267,12 @@ class ToolCallLogitsProcessor:
                 if state.phase != "done":
                     state.advance(int(token))
         self._length = length
-        n = self.grammar.n_vocab
-        for row, state in enumerate(self.states):
-            mask = state.mask()
-            self.stats.steps += 1
-            self.stats.forced += mask.kind == "single"
-            apply_mask(scores[row], mask, n)
-        self.stats.mask_seconds += time.perf_counter() - start
+        masks = [state.mask() for state in self.states]
+        apply_masks(scores, masks, self.grammar.n_vocab)
+        stats = self.stats
+        stats.steps += batch
+        stats.forced += sum(m.kind == "single" for m in masks)
+        stats.mask_seconds += time.perf_counter() - start
         return scores
 
     def stopping_criteria(self) -> Any:
@@ -217,7 +282,7 @@ class ToolCallLogitsProcessor:
 
         ends = frozenset(self.grammar.end_ids)
 
-        class _TurnOver(StoppingCriteria):  # type: ignore[misc]
+        class _TurnOver(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
                 import torch
 

@@ -77,7 +77,7 @@ class RunawayStoppingCriteria(StoppingCriteria):
 
     ``RunawayStoppingCriteria(tokenizer, detector_factory=RunawayDetector, prompt_length=None)``:
 
-    - ``tokenizer``: the generating model's tokenizer (anything with ``decode(ids, skip_special_tokens=...)``).
+    - ``tokenizer``: the model's tokenizer (anything with ``decode(ids, skip_special_tokens=...)``).
     - ``detector_factory``: builds one detector per sequence (e.g. ``lambda: RunawayDetector(cap=4096)``).
     - ``prompt_length``: tokens of the prompt in ``input_ids`` (left padding included). When None it is
       taken from the first call as ``input_ids.shape[1] - 1`` (one new token per step, as plain decoding).

@@ -106,12 +106,12 @@ class TrainConfig:
     heads: int = 4
     kv_heads: int = 4
     intermediate_size: int = 512
-    steps: int = 700
+    steps: int = 600
     batch_size: int = 16
     lr: float = 3e-3
     warmup: int = 100
     weight_decay: float = 0.05
-    threads: int = 2
+    threads: int = 1
     eval_requests: int = 200
 
 

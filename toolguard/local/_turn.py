@@ -98,10 +98,11 @@ class TurnGrammar:
     def __post_init__(self) -> None:
         if not self.end_ids:
             raise UsageError("no end-of-turn token: the tokenizer has no eos_token_id; pass end_token_ids")
-        text_ids = [i for i, b in enumerate(self.vocab.token_bytes) if b]
-        self.text_words = ids_to_bitmask(text_ids, self.n_vocab)
+        self.text_words = self.vocab.text_mask()
         self.end_words = ids_to_bitmask(self.end_ids, self.n_vocab)
         self.free_json_words = (self.text_words & ~self.vocab.first_byte_mask(b"{[")) | self.end_words
+        # llguidance never allows special tokens as text; other engines' masks are intersected with text ids
+        self.clean_masks = self.engine.name != "llguidance"
 
     def new_state(self) -> TurnState:
         return TurnState(self)
@@ -215,7 +216,8 @@ class TurnState:
             assert self.matcher is not None
             words = self._words
             self.matcher.fill(words)
-            np.bitwise_and(words, g.text_words, out=words)
+            if g.clean_masks:
+                np.bitwise_and(words, g.text_words, out=words)
             return Mask("words", words)
         if phase == "jstart":
             words = self._words

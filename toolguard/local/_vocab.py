@@ -263,6 +263,14 @@ class Vocab:
             out.append(sorted(found))
         return out
 
+    def text_mask(self) -> np.ndarray:
+        """A bitmask of the ids that are ordinary text (not special tokens)."""
+        hit = self._first_byte_cache.get(b"")
+        if hit is None:
+            hit = ids_to_bitmask([i for i, b in enumerate(self.token_bytes) if b], self.size)
+            self._first_byte_cache[b""] = hit
+        return hit
+
     def first_byte_mask(self, first_bytes: bytes) -> np.ndarray:
         """A bitmask (int32 words) of ids whose bytes start with one of ``first_bytes``."""
         hit = self._first_byte_cache.get(first_bytes)

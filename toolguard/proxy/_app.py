@@ -2,7 +2,7 @@
 
 Theory of operation. ``ProxyApp.__call__`` routes on the path: ``/healthz`` and ``/metrics`` answer locally,
 ``POST /v1/chat/completions`` goes through the guarded flow (``_chat``), any other ``/v1/*`` request is passed
-through (body streamed both ways, hop-by-hop headers dropped). Every request runs inside ``_Exchange``: a
+through (body streamed both ways, hop-by-hop headers dropped). Every request runs inside ``_Responder``: a
 class wrapping ``send`` that records the status (for metrics), whether the response started and whether it
 finished, and a watcher task that waits on ``receive`` for ``http.disconnect`` and cancels the work when the
 client leaves; cancelling closes the upstream response, which closes the upstream connection, which stops the
@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections import OrderedDict
 from typing import Any
 
 import anyio
 import httpx
 
 from .._exceptions import UpstreamError
+from .._tools import ToolSet
 from ._config import ProxyConfig
 from ._metrics import Metrics
 from ._respond import Receive, Scope, Send, error_body, send_bytes, send_error
@@ -36,7 +38,7 @@ class _ClientGone(Exception):
     """The client disconnected before its request body arrived."""
 
 
-class _Exchange:
+class _Responder:
     """Wraps ``send`` for one request: records status, start, end, and whether the body is an SSE stream."""
 
     __slots__ = ("_send", "complete", "sse", "started", "status")
@@ -68,6 +70,8 @@ class ProxyApp:
     ) -> None:
         self.config = config
         self.policy = config.policy
+        #: Parsed, checked and compiled tool sets by their ``tools`` JSON (see ``_chat``).
+        self.toolsets: OrderedDict[str, ToolSet] = OrderedDict()
         self.metrics = Metrics()
         self._transport = upstream_transport
         self._upstream: Upstream | None = None
@@ -97,7 +101,7 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return  # websockets are not proxied; the server closes the connection
-        exchange = _Exchange(send)
+        exchange = _Responder(send)
         route = "other"
         try:
             route = await self._route(scope, receive, exchange)
@@ -119,7 +123,7 @@ class ProxyApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _route(self, scope: Scope, receive: Receive, send: _Exchange) -> str:
+    async def _route(self, scope: Scope, receive: Receive, send: _Responder) -> str:
         path: str = scope["path"]
         method: str = scope["method"]
         if path == "/healthz":
@@ -195,7 +199,7 @@ class ProxyApp:
                 return v
         return None
 
-    async def _until_disconnect(self, receive: Receive, send: _Exchange, work: Any) -> None:
+    async def _until_disconnect(self, receive: Receive, send: _Responder, work: Any) -> None:
         """Run ``work``; cancel it when the client disconnects; always leave one terminal response."""
         left = False
         error: Exception | None = None
@@ -236,7 +240,7 @@ class ProxyApp:
             await _terminal(send, 500, "the proxy ended a response early", code="proxy_error")
 
     async def _passthrough(
-        self, scope: Scope, body: bytes, headers: list[tuple[str, str]], deadline: Deadline, send: _Exchange
+        self, scope: Scope, body: bytes, headers: list[tuple[str, str]], deadline: Deadline, send: _Responder
     ) -> None:
         upstream = self.upstream
         url = upstream.url(scope["path"], scope.get("query_string", b""))
@@ -285,7 +289,7 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None
             return b"".join(parts)
 
 
-async def _terminal(send: _Exchange, status: int, message: str, *, code: str) -> None:
+async def _terminal(send: _Responder, status: int, message: str, *, code: str) -> None:
     """End the response with an error, whatever state it is in (the one terminal response)."""
     if send.complete:
         return

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_UPSTREAM_BODY_BYTES",
     "RequestLimits",
     "check_chat_request",
+    "check_tools",
 ]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -71,10 +72,15 @@ def check_chat_request(body: Any, limits: RequestLimits) -> str | None:
     if len(messages) > limits.max_messages:
         return f"too many messages: {len(messages)} > {limits.max_messages}"
     tools = body.get("tools")
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
+    if tools is not None and not isinstance(tools, list):
         return "'tools' must be an array"
+    return None
+
+
+def check_tools(tools: list[Any], limits: RequestLimits) -> str | None:
+    """The first limit the ``tools`` array breaks (count, schema bytes, schema nesting); ``None`` if none.
+
+    Callers cache the answer per distinct ``tools`` JSON: the walk is O(size of the schemas)."""
     if len(tools) > limits.max_tools:
         return f"too many tools: {len(tools)} > {limits.max_tools} (raise max_tools in the proxy config)"
     for i, entry in enumerate(tools):

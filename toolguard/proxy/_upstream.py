@@ -187,9 +187,17 @@ class Upstream:
         # The transport, not an AsyncClient: no cookie jar shared between users, no redirects, no auth flow,
         # and a third less CPU per request.
         self._transport = transport
+        self._chat_url: httpx.URL | None = None
 
     async def aclose(self) -> None:
         await self._transport.aclose()
+
+    @property
+    def chat_url(self) -> httpx.URL:
+        """The upstream's chat-completions URL, parsed once."""
+        if self._chat_url is None:
+            self._chat_url = httpx.URL(self.url("/v1/chat/completions"))
+        return self._chat_url
 
     def url(self, path: str, query: bytes = b"") -> str:
         """Upstream URL for a client path under ``/v1`` (``/v1/models`` -> ``<base>/models``)."""
@@ -204,7 +212,7 @@ class Upstream:
     async def open(
         self,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         *,
         headers: list[tuple[str, str]],
         content: bytes,

@@ -1,0 +1,553 @@
+"""Grammar-constrained decoding benchmark: toolguard's processor against the raw engines, side by side.
+
+    .venv/bin/python benchmarks/grammar.py                 # full run (~15-25 min on a shared 2-core machine)
+    .venv/bin/python benchmarks/grammar.py --quick         # smoke run: 32k only, small samples
+
+For 32k and 128k byte-level BPE vocabularies (trained here from the stdlib's sources, cached under
+``.cache/toolguard-bench``) and three schemas (``a`` one tool: const name, string, enum, bounded integer; ``b`` a
+union of 5 tools; ``c`` nested: arrays of objects, optional fields, patterns, a date format, bounded numbers),
+for each engine (llguidance, xgrammar, outlines-core):
+
+1. compile: cold (empty toolguard cache; the per-tokenizer engine preparation is timed apart) and warm (the
+   same request again: a toolguard cache hit);
+2. per-token mask time over valid calls replayed token by token, 10 passes: the raw engine loop (the engine's
+   own fill + apply + consume) against ``ToolCallLogitsProcessor.__call__`` (the whole turn: framing, masks,
+   end of turn), p50/p99 per token, over the same call tokens;
+3. jump-forward: the fraction of a call's tokens the grammar forces (valid calls walked through the turn
+   automaton) and ``LocalGenerator`` runs of a random model (forward passes saved);
+4. mask cost as a fraction of one decode step of a ~100M-parameter random Llama (batch 1, KV cache);
+5. JSONSchemaBench (../shared/corpora/jsonschemabench, a deterministic sample per subset): fraction of schemas
+   compiled, and fraction of labelled instances the grammar classifies correctly (accepts iff valid).
+
+outlines-core builds are slow (seconds to minutes) and cannot be interrupted: the benchmark runs them in forked
+child processes it kills past a limit (``--outlines-limit``), and times outlines masks only where it compiled.
+The machine's load average is printed with every section: the CPU is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from toolguard import GrammarCompileTimeout, ToolguardError  # noqa: E402
+from toolguard.local import LocalGenerator, ToolCallLogitsProcessor  # noqa: E402
+from toolguard.local import _compile as compile_mod  # noqa: E402
+from toolguard.local import _processor as processor_mod  # noqa: E402
+from toolguard.local._engines import ENGINES, spec_for  # noqa: E402
+from toolguard.local._fixtures import build_tiny_llama, cached_tokenizer  # noqa: E402
+from toolguard.local._keywords import prepare_schema  # noqa: E402
+from toolguard.local._turn import FORMATS, TurnGrammar  # noqa: E402
+from toolguard.local._vocab import Vocab, end_token_ids  # noqa: E402
+
+CACHE = REPO / ".cache" / "toolguard-bench"
+JSB = Path(os.environ.get("TOOLGUARD_JSB", REPO.parent / "shared" / "corpora" / "jsonschemabench"))
+SEPARATORS = (", ", ": ")
+
+
+def load() -> str:
+    return "load %.2f/%.2f/%.2f" % os.getloadavg()
+
+
+def fn(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": params}}
+
+
+def tools_from(file: str) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads((REPO / "schemas" / "tools" / file).read_text())
+    return data
+
+
+WEATHER, FILES = tools_from("weather.json"), tools_from("files.json")
+NESTED = fn("plan_trip", {
+    "type": "object",
+    "properties": {
+        "traveller": {"type": "object", "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 64},
+            "age": {"type": "integer", "minimum": 0, "maximum": 130}}, "required": ["name"]},
+        "legs": {"type": "array", "minItems": 1, "maxItems": 8, "items": {"type": "object", "properties": {
+            "from": {"type": "string", "pattern": "^[A-Z]{3}$"}, "to": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "date": {"type": "string", "format": "date"}, "class": {"enum": ["economy", "premium", "business"]}},
+            "required": ["from", "to", "date"]}},
+        "budget": {"type": "number", "minimum": 0, "maximum": 100000},
+        "notes": {"type": "string", "maxLength": 200},
+    },
+    "required": ["traveller", "legs"],
+})
+SCHEMAS: dict[str, tuple[list[dict[str, Any]], str, list[tuple[str, dict[str, Any]]]]] = {
+    "a": ([WEATHER[1]], "get_forecast", [
+        ("get_forecast", {"city": "Paris", "days": 3, "unit": "celsius"}),
+        ("get_forecast", {"city": "San Francisco", "days": 14}),
+        ("get_forecast", {"city": "Tokyo", "days": 1, "unit": "fahrenheit"})]),
+    "b": (WEATHER + FILES, "required", [
+        ("get_weather", {"city": "Berlin", "unit": "celsius"}),
+        ("read_file", {"path": "notes/todo.txt", "max_bytes": 4096}),
+        ("write_file", {"path": "out/report.md", "content": "# Report: all tests passed.", "overwrite": True})]),
+    "c": ([NESTED], "plan_trip", [
+        ("plan_trip", {"traveller": {"name": "Ada Lovelace", "age": 36},
+                       "legs": [{"from": "LHR", "to": "CDG", "date": "2025-06-01", "class": "economy"},
+                                {"from": "CDG", "to": "FCO", "date": "2025-06-05"}],
+                       "budget": 1200.5, "notes": "window seat"}),
+        ("plan_trip", {"traveller": {"name": "Grace"}, "legs": [{"from": "JFK", "to": "SFO", "date": "2024-12-24"}]}),
+        ("plan_trip", {"traveller": {"name": "Alan Turing", "age": 41}, "legs": [
+            {"from": "MAN", "to": "LHR", "date": "2025-01-02", "class": "business"}], "budget": 99})]),
+}
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def proc_kwargs(engine: str) -> dict[str, Any]:
+    # outlines-core cannot enforce numeric bounds: timed with them left to the after-check
+    return {"engine": engine, "unenforced": "check" if engine == "outlines" else "error"}
+
+
+# ---- 1. compile ----------------------------------------------------------------------------------------------
+def prep_engine(tok: Any, engine: str) -> float:
+    """Per-tokenizer engine preparation (once per tokenizer), via a trivial grammar."""
+    t0 = time.perf_counter()
+    ToolCallLogitsProcessor(tok, [fn("warmup", {"type": "object"})], "required", engine=engine,
+                            compile_timeout=None)
+    return time.perf_counter() - t0
+
+
+def compile_times(tok: Any, engine: str, name: str, timeout: float | None) -> str:
+    """"cold total (engine compile) / warm" in ms: cold = first request (tool set built and validated, schemas
+    prepared, grammar compiled), warm = the same request again."""
+    tools, choice, _ = SCHEMAS[name]
+    compile_mod.clear_cache()
+    processor_mod._GRAMMARS.clear()
+    processor_mod._TOOLSETS.clear()
+    before = compile_mod.STATS.seconds
+    t0 = time.perf_counter()
+    try:
+        ToolCallLogitsProcessor(tok, tools, choice, compile_timeout=timeout, **proc_kwargs(engine))
+    except GrammarCompileTimeout:
+        return f"timeout > {timeout:g} s"
+    cold = time.perf_counter() - t0
+    engine_s = compile_mod.STATS.seconds - before
+    t0 = time.perf_counter()
+    ToolCallLogitsProcessor(tok, tools, choice, **proc_kwargs(engine))
+    warm = time.perf_counter() - t0
+    return f"{cold * 1e3:.1f} ({engine_s * 1e3:.1f}) / {warm * 1e3:.3f}"
+
+
+def _child_call(conn: Any, func: Any, args: tuple[Any, ...]) -> None:
+    conn.send(func(*args))
+    conn.close()
+
+
+def in_child(func: Any, args: tuple[Any, ...], timeout: float, default: Any) -> Any:
+    """``func(*args)`` in a forked child killed after ``timeout`` s (outlines-core builds cannot be stopped)."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child_call, args=(child, func, args))
+    proc.start()
+    result = parent.recv() if parent.poll(timeout) else default
+    proc.join(0.1)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+    return result
+
+
+# ---- 2. per-token mask time ------------------------------------------------------------------------------------
+def walk(proc: ToolCallLogitsProcessor, docs: list[tuple[str, dict[str, Any]]]) -> tuple[list[list[int]], int, int]:
+    """Token sequences of whole turns for ``docs`` (forced tokens where the grammar forces, the tokenizer's
+    own tokens elsewhere), and the counts (forced, total) of call tokens."""
+    vocab = proc.grammar.vocab
+    seqs, forced_n, total_n = [], 0, 0
+    for name, args in docs:
+        target = ('<tool_call>\n{"name": ' + json.dumps(name) + ', "arguments": '
+                  + json.dumps(args, ensure_ascii=False) + "}\n</tool_call>").encode()
+        state = proc.grammar.new_state()
+        tokens: list[int] = []
+        pos = 0
+        while pos < len(target):
+            forced = state.forced()
+            if forced:
+                data = vocab.decode(forced)
+                assert target.startswith(data, pos), (target[pos:], data)
+                step = forced
+                forced_n += len(forced) if state.phase == "call" else 0
+            else:
+                rest = target[pos:]
+                cut = len(rest) if state.phase != "call" else _call_end(rest)
+                step = vocab.encode_literal(rest[:cut])[:1]
+            counted = state.phase == "call"
+            for t in step:
+                assert state.advance(t), (state.error, target[pos:])
+            total_n += len(step) if counted else 0
+            pos += len(vocab.decode(step))
+            tokens += step
+        assert state.finished, state.phase
+        seqs.append(tokens + [proc.end_token_ids[0]])
+    return seqs, forced_n, total_n
+
+
+def _call_end(rest: bytes) -> int:
+    """Bytes up to the end of the call object (tokens must not straddle the call and its framing)."""
+    end = rest.find(b"}\n</tool_call>")
+    return end + 1 if end >= 0 else len(rest)
+
+
+def time_processor(proc: ToolCallLogitsProcessor, seqs: list[list[int]], n_vocab: int, passes: int
+                   ) -> tuple[list[float], list[float]]:
+    """Per-step seconds of ``proc.__call__``: (all steps of the turn, steps inside the call object)."""
+    import torch
+
+    base = torch.randn(1, n_vocab)
+    prompt = [1, 2, 3]
+    all_steps: list[float] = []
+    call_steps: list[float] = []
+    for p in range(passes):
+        for seq in seqs:
+            proc.reset()
+            ids = torch.tensor([prompt + seq])
+            for k in range(len(seq)):
+                scores = base.clone()
+                t0 = time.perf_counter()
+                proc(ids[:, : len(prompt) + k], scores)
+                dt = time.perf_counter() - t0
+                if p:  # the first pass warms caches (llguidance builds lexer states lazily)
+                    all_steps.append(dt)
+                    if proc.states[0].phase == "call":
+                        call_steps.append(dt)
+    return all_steps, call_steps
+
+
+def time_raw(engine: str, proc: ToolCallLogitsProcessor, seqs: list[list[int]], n_vocab: int, passes: int
+             ) -> list[float]:
+    """Per-token seconds of the raw engine loop (fill + engine's apply + consume) over the call tokens."""
+    import torch
+
+    compiled = proc.grammar.compiled
+    vocab = proc.grammar.vocab
+    out: list[float] = []
+    base = torch.randn(1, n_vocab)
+    for p in range(passes):
+        for seq in seqs:
+            state = proc.grammar.new_state()
+            call_tokens: list[int] = []
+            for t in seq:  # replay to find the call's own tokens
+                if state.phase == "call":
+                    call_tokens.append(t)
+                state.advance(t)
+            if engine == "llguidance":
+                import llguidance.numpy as lnp
+
+                m = compiled.deep_copy()
+                bm = lnp.allocate_token_bitmask(1, vocab.size)
+                for t in call_tokens:
+                    logits = base.numpy().copy()
+                    t0 = time.perf_counter()
+                    lnp.fill_next_token_bitmask(m, bm, 0)
+                    lnp.apply_token_bitmask_inplace(logits, bm)
+                    m.consume_token(t)
+                    dt = time.perf_counter() - t0
+                    if p:
+                        out.append(dt)
+            elif engine == "xgrammar":
+                import xgrammar as xgr
+
+                m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+                bm = xgr.allocate_token_bitmask(1, vocab.size)
+                for t in call_tokens:
+                    logits = base[:, : vocab.size].clone()
+                    t0 = time.perf_counter()
+                    m.fill_next_token_bitmask(bm, 0)
+                    xgr.apply_token_bitmask_inplace(logits, bm)
+                    m.accept_token(t)
+                    dt = time.perf_counter() - t0
+                    if p:
+                        out.append(dt)
+            else:
+                import llguidance.numpy as lnp
+                import outlines_core
+
+                index, _eos = compiled
+                guide = outlines_core.Guide(index)
+                bm = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+                for t in call_tokens:
+                    logits = base.numpy().copy()[:, : vocab.size]
+                    t0 = time.perf_counter()
+                    guide.write_mask_into(bm.ctypes.data, bm.size, 4)
+                    lnp.apply_token_bitmask_inplace(logits, bm)
+                    guide.advance(t, False)
+                    dt = time.perf_counter() - t0
+                    if p:
+                        out.append(dt)
+    return out
+
+
+# ---- 3/4. jump-forward with a model, decode step -----------------------------------------------------------------
+def decode_step_ms(model: Any, steps: int = 12) -> float:
+    import torch
+
+    ids = torch.randint(10, 1000, (1, 300))
+    with torch.inference_mode():
+        out = model(input_ids=ids, use_cache=True)
+        cache = out.get("cache", out.get("past_key_values"))
+        arg = "cache" if "cache" in out else "past_key_values"
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            out = model(input_ids=torch.tensor([[42]]), use_cache=True, **{arg: cache})
+            times.append(time.perf_counter() - t0)
+            cache = out.get("cache", out.get("past_key_values"))
+    return statistics.median(times) * 1e3
+
+
+def random_model_runs(tok: Any, model: Any, engine: str, name: str, runs: int) -> tuple[float, int, int]:
+    tools, choice, _ = SCHEMAS[name]
+    gen = LocalGenerator(model, tok, max_string_length=12, **proc_kwargs(engine))
+    forced = generated = passes = 0
+    for seed in range(runs):
+        r = gen.chat([{"role": "user", "content": "go"}], tools=tools, tool_choice=choice, seed=seed,
+                     max_new_tokens=160)
+        s = r["toolguard"]["stats"]
+        forced += s["tokens_forced"]
+        generated += s["tokens_generated"]
+        passes += s["forward_passes"]
+    return forced / max(generated, 1), passes, generated
+
+
+# ---- 5. JSONSchemaBench ----------------------------------------------------------------------------------------
+def jsb_sample(per_subset: int) -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = {}
+    for subset in sorted(p for p in JSB.iterdir() if p.is_dir()):
+        files = sorted(subset.glob("*.json"))
+        rng = random.Random(f"toolguard-{subset.name}")
+        out[subset.name] = sorted(rng.sample(files, min(per_subset, len(files))))
+    return out
+
+
+def _ordered(value: Any, schema: Any, root: Any, depth: int = 0) -> Any:
+    """Reorder object keys as the schema's ``properties`` list them (grammars fix property order)."""
+    if depth > 30 or not isinstance(schema, dict):
+        return value
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+        return _ordered(value, target, root, depth + 1)
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        keys = [k for k in props if k in value] + [k for k in value if k not in props]
+        return {k: _ordered(value[k], props.get(k, schema.get("additionalProperties")), root, depth + 1)
+                for k in keys}
+    if isinstance(value, list):
+        items = schema.get("items")
+        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        return [_ordered(v, prefix[i] if i < len(prefix) else items, root, depth + 1) for i, v in enumerate(value)]
+    return value
+
+
+def jsb_one(tok: Any, engine: str, path: Path, timeout: float) -> tuple[bool, int, int, str]:
+    """(compiled, instances classified correctly, instances, why not compiled) for one schema file."""
+    record = json.loads(path.read_text())
+    schema, tests = record["schema"], record.get("tests", [])
+    vocab = Vocab.of(tok)
+    try:
+        prepared = prepare_schema(schema, engine=engine)
+        spec = spec_for([("t", prepared)], separators=SEPARATORS, close_objects=False)
+        compiled = compile_mod.compile_call_grammar(ENGINES[engine], vocab, spec, vocab.size, timeout=timeout)
+    except GrammarCompileTimeout:
+        return False, 0, len(tests), "timeout"
+    except ToolguardError as exc:
+        return False, 0, len(tests), type(exc).__name__
+    except Exception as exc:  # an engine crash counts as not compiled
+        return False, 0, len(tests), type(exc).__name__
+    grammar = TurnGrammar(vocab, ENGINES[engine], compiled, "required", FORMATS["json"], False,
+                          end_token_ids(tok), vocab.size)
+    right = 0
+    for test in tests:
+        doc = json.dumps(_ordered(test["data"], schema, schema), ensure_ascii=False, separators=SEPARATORS)
+        state = grammar.new_state()
+        ok = True
+        for t in vocab.encode_literal(('{"name": "t", "arguments": ' + doc + "}").encode()):
+            if not state.advance(t):
+                ok = False
+                break
+        right += (ok and state.finished) == bool(test["valid"])
+    return True, right, len(tests), ""
+
+
+def _jsb_child(conn: Any, tok: Any, engine: str, path: Path, timeout: float) -> None:
+    conn.send(jsb_one(tok, engine, path, timeout))
+    conn.close()
+
+
+def jsb_run(tok: Any, engine: str, sample: dict[str, list[Path]], timeout: float) -> dict[str, tuple[int, int, int, int]]:
+    """Per subset: (schemas, compiled, instances right, instances)."""
+    ctx = multiprocessing.get_context("fork")
+    out = {}
+    for subset, files in sample.items():
+        n_ok = right = total = 0
+        for path in files:
+            if engine == "outlines":  # slow, uninterruptible builds: a child process we can kill
+                parent, child = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_jsb_child, args=(child, tok, engine, path, timeout + 5))
+                proc.start()
+                result = parent.recv() if parent.poll(timeout + 2) else None
+                proc.join(0.1)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+                if result is None:
+                    n_tests = len(json.loads(path.read_text()).get("tests", []))
+                    result = (False, 0, n_tests, "timeout")
+            else:
+                result = jsb_one(tok, engine, path, timeout)
+            compiled, r, n, _why = result
+            n_ok += compiled
+            right += r
+            total += n
+        out[subset] = (len(files), n_ok, right, total)
+    return out
+
+
+# ---- main --------------------------------------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--vocabs", default="32000,128256")
+    ap.add_argument("--passes", type=int, default=10)
+    ap.add_argument("--jsb-per-subset", type=int, default=15)
+    ap.add_argument("--jsb-timeout", type=float, default=3.0)
+    ap.add_argument("--skip-jsb", action="store_true")
+    ap.add_argument("--outlines-limit", type=float, default=60.0, help="seconds before an outlines build is killed")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    vocabs = [32000] if args.quick else [int(v) for v in args.vocabs.split(",")]
+    passes = 3 if args.quick else args.passes
+    print(f"# grammar benchmark ({time.strftime('%Y-%m-%d %H:%M')}, {load()}, torch threads 1)\n")
+    engines = ["llguidance", "xgrammar", "outlines"]
+    toks = {}
+    for v in vocabs:
+        t0 = time.perf_counter()
+        toks[v] = cached_tokenizer(CACHE, v, max_bytes=40_000_000 if v > 64000 else 10_000_000)
+        print(f"tokenizer {v}: len {len(toks[v])}, ready in {time.perf_counter() - t0:.1f} s")
+
+    print(f"\n## engine preparation per tokenizer (s) ({load()})\n")
+    print("| engine | " + " | ".join(f"{v}" for v in vocabs) + " |\n|---|" + "---|" * len(vocabs))
+    for e in engines:
+        print(f"| {e} | " + " | ".join(f"{prep_engine(toks[v], e):.2f}" for v in vocabs) + " |")
+
+    print(f"\n## compile ms: cold total (engine compile alone) / warm ({load()})\n")
+    print("cold = a first request: the tool set built and validated, schemas scanned, grammar compiled; "
+          "warm = the same request again (toolguard's caches). outlines-core runs in a child process killed "
+          f"after {args.outlines_limit:g} s.\n")
+    print("| engine | vocab | a | b | c |\n|---|---|---|---|---|")
+    for v in vocabs:
+        for e in engines:
+            cells = []
+            for s in "abc":
+                if e == "outlines":
+                    limit = args.outlines_limit
+                    cells.append(in_child(compile_times, (toks[v], e, s, None), limit, f"killed after {limit:g} s"))
+                else:
+                    cells.append(compile_times(toks[v], e, s, 60.0))
+            print(f"| {e} | {v} | " + " | ".join(cells) + " |")
+
+    print(f"\n## per-token time (µs), p50 / p99, {passes - 1} warm passes over 3 valid calls per schema ({load()})\n")
+    print("raw = the engine's own fill + apply + consume per call token; toolguard = "
+          "`ToolCallLogitsProcessor.__call__` on the same call tokens (and over the whole turn).\n")
+    print("| engine | vocab | schema | raw p50 / p99 | toolguard (call) p50 / p99 | overhead p50 | "
+          "toolguard (turn) p50 / p99 | call tokens forced |")
+    print("|---|---|---|---|---|---|---|---|")
+    mask_p50: dict[tuple[str, int], float] = {}
+    for v in vocabs:
+        for e in engines:
+            for s in "abc":
+                if e == "outlines" and (v > 64000 or s == "b"):
+                    continue  # builds of a minute or more (see the compile table)
+                tools, choice, docs = SCHEMAS[s]
+                proc = ToolCallLogitsProcessor(toks[v], tools, choice, compile_timeout=120, **proc_kwargs(e))
+                seqs, forced_n, total_n = walk(proc, docs)
+                raw = time_raw(e, proc, seqs, len(toks[v]), passes)
+                turn, call = time_processor(proc, seqs, len(toks[v]), passes)
+                over = pct(call, 50) / pct(raw, 50) - 1
+                mask_p50[(e, v)] = max(mask_p50.get((e, v), 0.0), pct(turn, 50))
+                print(f"| {e} | {v} | {s} | {pct(raw, 50) * 1e6:.1f} / {pct(raw, 99) * 1e6:.0f} | "
+                      f"{pct(call, 50) * 1e6:.1f} / {pct(call, 99) * 1e6:.0f} | {over:+.0%} | "
+                      f"{pct(turn, 50) * 1e6:.1f} / {pct(turn, 99) * 1e6:.0f} | "
+                      f"{forced_n}/{total_n} ({forced_n / max(total_n, 1):.0%}) |")
+
+    print(f"\n## jump-forward with a random model (LocalGenerator, temperature 1, strings capped at 12) ({load()})\n")
+    print("| engine | vocab | schema | tokens forced | forward passes / tokens |\n|---|---|---|---|---|")
+    for v in vocabs[:1]:
+        tiny = build_tiny_llama(toks[v])
+        for e in ("llguidance", "xgrammar"):
+            for s in "abc":
+                frac, n_pass, n_tok = random_model_runs(toks[v], tiny, e, s, 3 if args.quick else 8)
+                print(f"| {e} | {v} | {s} | {frac:.0%} | {n_pass} / {n_tok} |")
+
+    print(f"\n## mask cost per token vs one decode step of a ~100M-parameter random Llama ({load()})\n")
+    print("| vocab | params | decode step ms (2 threads) | toolguard p50 µs (worst schema) | fraction |")
+    print("|---|---|---|---|---|")
+    for v in vocabs:
+        torch.set_num_threads(2)
+        big = build_tiny_llama(toks[v], hidden_size=768, layers=12, heads=12, kv_heads=12, intermediate_size=2048)
+        step = decode_step_ms(big)
+        params = sum(p.numel() for p in big.parameters()) / 1e6
+        del big
+        torch.set_num_threads(1)
+        for e in engines:
+            if (e, v) in mask_p50:
+                m = mask_p50[(e, v)] * 1e6
+                print(f"| {v} ({e}) | {params:.0f}M | {step:.1f} | {m:.1f} | {m / 1e3 / step:.2%} |")
+
+    if not args.skip_jsb and JSB.exists():
+        per = 5 if args.quick else args.jsb_per_subset
+        sample = jsb_sample(per)
+        tok = toks[vocabs[0]]
+        print(f"\n## JSONSchemaBench, {per} schemas per subset (seeded sample), vocab {vocabs[0]}, "
+              f"compile timeout {args.jsb_timeout:g} s ({load()})\n")
+        print("compiled = schemas toolguard accepts and the engine compiles; right = labelled instances the "
+              "grammar classifies correctly (accepts iff valid), over all instances of the sampled schemas "
+              "(a schema that does not compile gets none right).\n")
+        results = {}
+        for e in engines:
+            t0 = time.perf_counter()
+            results[e] = jsb_run(tok, e, sample, args.jsb_timeout)
+            print(f"<!-- {e}: {time.perf_counter() - t0:.0f} s, {load()} -->")
+        print("| subset | " + " | ".join(f"{e} compiled | {e} right" for e in engines) + " |")
+        print("|---|" + "---|---|" * len(engines))
+        totals = {e: [0, 0, 0, 0] for e in engines}
+        for subset in sample:
+            cells = []
+            for e in engines:
+                n, ok, right, total = results[e][subset]
+                for i, x in enumerate((n, ok, right, total)):
+                    totals[e][i] += x
+                cells.append(f"{ok}/{n}")
+                cells.append(f"{right / total:.0%}" if total else "-")
+            print(f"| {subset} | " + " | ".join(cells) + " |")
+        cells = []
+        for e in engines:
+            n, ok, right, total = totals[e]
+            cells += [f"**{ok / n:.0%}**", f"**{right / max(total, 1):.0%}**"]
+        print("| **all** | " + " | ".join(cells) + " |")
+
+    print(f"\ndone ({load()})")
+
+
+if __name__ == "__main__":
+    main()
