@@ -16,8 +16,11 @@ import argparse
 import json
 from typing import Literal
 
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
 import toolguard
-from toolguard.local import LocalGenerator, load_local_model
+from toolguard._models import demo_model_path
+from toolguard.local import LocalGenerator
 
 
 @toolguard.tool(idempotent=True)
@@ -41,7 +44,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    model, tokenizer = load_local_model(args.model)
+    path = args.model or demo_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
     generator = LocalGenerator(model, tokenizer)
     tools = toolguard.ToolSet([get_weather, add])
     executor = toolguard.Executor(tools)

@@ -53,6 +53,7 @@ CASES: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {
     "minLength": ({**S, "minLength": 3}, ["abc"], ["ab"]),
     "maxLength": ({**S, "maxLength": 3}, ["abc"], ["abcd"]),
     "pattern": ({**S, "pattern": "^a+$"}, ["aa"], ["ab"]),
+    "pattern+maxLength": ({**S, "pattern": "^a+$", "maxLength": 3}, ["aaa"], ["aaaa", "ab"]),
     "format": ({**S, "format": "date"}, ["2024-01-31"], ["2024-13-01", "x"]),
     "minimum": ({**INT, "minimum": 3}, [3, 10], [2, -1]),
     "maximum": ({**N, "maximum": 5}, [5, 4.5], [6, 5.5]),
@@ -94,14 +95,17 @@ def grammar_accepts(tok: Any, engine: str, schema: Any, instance: Any) -> bool:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_allowed_keyword_is_enforced(bpe_tokenizer: Any, engine: str) -> None:
     checked = 0
-    for keyword in sorted(ENGINE_KEYWORDS[engine]):
+    keywords = sorted(ENGINE_KEYWORDS[engine])
+    if engine == "llguidance":  # the others drop one of the two (refused, see below)
+        keywords.append("pattern+maxLength")
+    for keyword in keywords:
         schema, good, bad = CASES[keyword]
         for instance in good:
             assert grammar_accepts(bpe_tokenizer, engine, schema, instance), (engine, keyword, instance)
         for instance in bad:
             assert not grammar_accepts(bpe_tokenizer, engine, schema, instance), (engine, keyword, instance)
         checked += 1
-    assert checked == len(ENGINE_KEYWORDS[engine])
+    assert checked == len(keywords)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -126,11 +130,24 @@ def test_unenforceable_keywords_are_refused(engine: str, keyword: str) -> None:
     ("outlines", {"oneOf": [S, {**S, "maxLength": 2}]}, "oneOf"),
     ("llguidance", {**S, "format": "uri-reference"}, "format"),
     ("xgrammar", {**S, "format": "ipv6"}, "format"),
+    ("xgrammar", {**S, "pattern": "^a+$", "maxLength": 3}, "maxLength"),  # xgrammar drops the length
+    ("xgrammar", {**S, "format": "date", "minLength": 3}, "minLength"),
+    ("outlines", {**S, "pattern": "^a+$", "maxLength": 3}, "pattern"),  # outlines drops the pattern
+    ("outlines", {**S, "format": "date", "maxLength": 30}, "format"),
+    ("xgrammar", {**S, "pattern": "^(?!x)a+$"}, "pattern"),  # lookahead, ignored
+    ("outlines", {**S, "pattern": "^(?=a)a+$"}, "pattern"),
 ])
 def test_engine_specific_refusals(engine: str, schema: Any, keyword: str) -> None:
     with pytest.raises(UnsupportedKeyword) as info:
         prepare_schema(schema, engine=engine)
     assert info.value.keyword == keyword and info.value.engine == engine
+
+
+def test_non_standard_formats_are_annotations() -> None:
+    for engine in ENGINES:
+        assert prepare_schema({**S, "format": "int64"}, engine=engine) == S
+        # a format constrains strings only
+        assert prepare_schema({**INT, "format": "uri-reference"}, engine=engine) == INT
 
 
 def test_disjoint_one_of_is_accepted_everywhere() -> None:

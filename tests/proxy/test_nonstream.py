@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -113,3 +115,32 @@ def test_guided_json_hint_style(make_proxy: Callable[..., ProxyServer], upstream
     _create(proxy, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}})
     assert upstream.chat_requests[0].body["guided_json"] == WEATHER_TOOL["function"]["parameters"]
     assert "structured_outputs" not in upstream.chat_requests[0].body
+
+
+def test_retry_after_is_respected(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+    upstream.script(Reply.error(429, retry_after=0.6), good())
+    started = time.monotonic()
+    raw = _create(hold, tools=TOOLS)
+    assert time.monotonic() - started >= 0.6
+    assert raw.headers["x-toolguard-retries"] == "1"
+
+
+def test_overall_deadline(make_proxy: Callable[..., ProxyServer], upstream: ScriptedUpstream) -> None:
+    proxy = make_proxy(upstream=upstream.base_url, deadline=1.0, read_timeout=30)
+    upstream.script(good(stall=3.0))
+    started = time.monotonic()
+    with pytest.raises(openai.APIStatusError) as info:
+        _create(proxy, tools=TOOLS)
+    assert info.value.status_code == 504
+    assert time.monotonic() - started < 2.5
+
+
+def test_unreachable_upstream(make_proxy: Callable[..., ProxyServer]) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proxy = make_proxy(upstream=f"http://127.0.0.1:{port}/v1", upstream_retries=1)
+    with pytest.raises(openai.APIStatusError) as info:
+        _create(proxy, tools=TOOLS)
+    assert info.value.status_code == 502
+    assert "cannot connect" in info.value.message

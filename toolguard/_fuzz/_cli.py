@@ -42,7 +42,7 @@ def fuzz_main(
     console = console or Console(highlight=False)
     if replay:
         return _replay(replay, console)
-    targets = list(TARGET_NAMES) if target == "all" else [target]
+    targets: list[str] = list(TARGET_NAMES) if target == "all" else [target]
     report = _run_with_progress(targets, time_budget, seed, Path(findings_dir), console)
     render_summary(report, console)
     return EXIT_FINDINGS if report.findings else EXIT_CLEAN

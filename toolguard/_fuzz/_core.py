@@ -326,7 +326,7 @@ def load_finding(source: Path | str | dict[str, Any]) -> Finding:
         observed=data.get("observed", ""),
         input=data["input"],
         path=path,
-        signature=data.get("signature", data["invariant"]),
+        signature=str(data.get("signature") or data["invariant"]),
     )
 
 

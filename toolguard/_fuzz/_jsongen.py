@@ -263,8 +263,8 @@ def _string_schema(ctx: _Ctx) -> dict[str, Any]:
 def _number_schema(ctx: _Ctx, kind: str) -> dict[str, Any]:
     rng = ctx.rng
     out: dict[str, Any] = {"type": kind}
-    lo = rng.choice([-10, 0, 1, 5, 100, -1000])
-    hi = lo + rng.choice([0, 1, 9, 50, 1000])
+    lo: float = rng.choice([-10, 0, 1, 5, 100, -1000])
+    hi: float = lo + rng.choice([0, 1, 9, 50, 1000])
     if kind == "number" and rng.random() < 0.3:
         lo, hi = lo + 0.5, hi + 0.25
     if rng.random() < 0.6:
@@ -442,7 +442,8 @@ def _gen_number(rng: random.Random, schema: dict[str, Any], kind: str) -> int | 
 
 
 def _gen_object(rng: random.Random, schema: dict[str, Any], root: Any, depth: int) -> dict[str, Any]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    found = schema.get("properties")
+    props: dict[str, Any] = found if isinstance(found, dict) else {}
     required = [k for k in schema.get("required", []) if isinstance(k, str)]
     keys = list(dict.fromkeys(required + [k for k in props if rng.random() < 0.5]))
     out: dict[str, Any] = {}

@@ -21,7 +21,9 @@ class ValidationLimits:
     - ``max_depth``: nesting of arrays/objects (the 129th open bracket is rejected by default).
     - ``max_document_size``: characters in the whole stream.
     - ``max_number_length``: characters in one number literal (``json.loads`` itself refuses integers of
-      more than 4300 digits).
+      more than 4300 digits). The stream validator lowers it to Python's int-digits limit
+      (``sys.get_int_max_str_digits()``, 4300 by default) when that is smaller, so a longer literal is a
+      ``"limit"`` rejection, never a ``ValueError``.
     - ``regex_timeout``: seconds one ``pattern``/``patternProperties`` search may take (the ``regex``
       package's own timeout). A search that runs out at a value's close rejects it as ``"limit"``; during a
       prefix check it only defers the decision to the close.

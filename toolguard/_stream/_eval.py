@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .._schema._node import FALSE_NODE, TRUE_NODE, Node, Role
 from .._schema._values import describe, json_unique
 from ._checks import _choices_text, begin_error, final_error, prefix_possible, scalar_error
+from ._types import Violation
 
 if TYPE_CHECKING:
     from ._engine import Engine, Frame
@@ -78,6 +79,10 @@ class Ev:
     def die(self, viol: Any, ctx: Engine) -> None:
         if self.dead:
             return
+        if viol.offset != ctx.off:
+            # A kid that died earlier (a branch, a speculative dependentSchemas kid) dooms this schema only
+            # now: the text became impossible here, not where that kid died.
+            viol = Violation(ctx.off, viol.path, viol.message, viol.keyword)
         self.dead = True
         self.err = viol
         up = self.up
@@ -103,7 +108,7 @@ class Ev:
                 reasons = "; ".join(ctx.short(kids[p].err) for p in positions[:4])
                 self.fail(ctx, name, f"matches none of the {name} alternatives ({reasons})")
         elif role == Role.IF or role == Role.THEN or role == Role.ELSE:
-            self._check_if(ctx)
+            self._check_if(kid, ctx)
         elif role == Role.DEP:
             frame = self.frame
             if frame.kind == "object" and (kid.key in frame.value or kid.key == frame.cur_key):
@@ -111,22 +116,48 @@ class Ev:
         else:  # CHILD, NAMES, KEYNAME, ALLOF, REF, DYN
             self.die(viol, ctx)
 
-    def _check_if(self, ctx: Engine) -> None:
+    def _check_if(self, kid: Ev, ctx: Engine) -> None:
+        """Die when both outcomes of if/then/else are impossible for every completion of the value.
+
+        Outcome "if holds" (then applies) is gone once the ``if`` evaluation or the ``then`` one has died;
+        outcome "if fails" (else applies) is gone once ``else`` has died or when ``if`` holds for every value
+        (``if: {}``/``true``). A dead ``if`` is sound (it fails for every completion), so it prunes the first
+        outcome; an ``if`` still alive prunes nothing, however the prefix looks.
+        """
         node = self.node
         kids = self.kids
         assert kids is not None
-        else_dead = node.else_pos >= 0 and kids[node.else_pos].dead
-        then_dead = node.then_pos >= 0 and kids[node.then_pos].dead
-        if else_dead and (then_dead or kids[node.if_pos].dead):
-            branch = kids[node.else_pos] if kids[node.if_pos].dead or not then_dead else kids[node.then_pos]
-            self.die(branch.err, ctx)
+        if_ev = kids[node.if_pos]
+        then_ev = kids[node.then_pos] if node.then_pos >= 0 else None
+        else_ev = kids[node.else_pos] if node.else_pos >= 0 else None
+        holds_gone = if_ev.dead or (then_ev is not None and then_ev.dead)
+        fails_gone = (else_ev is not None and else_ev.dead) or if_ev.node.always is True
+        if not (holds_gone and fails_gone):
+            return
+        if if_ev.dead:
+            assert else_ev is not None
+            self.die(else_ev.err, ctx)
+        elif else_ev is None or not else_ev.dead:
+            assert then_ev is not None
+            self.die(then_ev.err, ctx)
+        else:  # the condition is undecided and both branches have failed
+            assert then_ev is not None
+            self.fail(
+                ctx,
+                kid.err.keyword,
+                f"matches neither branch of if/then/else (then: {ctx.short(then_ev.err)}; "
+                f"else: {ctx.short(else_ev.err)})",
+            )
 
     # -- start -----------------------------------------------------------------------------------------------
 
     def begin(self, kind: str, ctx: Engine) -> None:
-        err = begin_error(self.node, kind)
+        node = self.node
+        err = begin_error(node, kind)
         if err is not None:
             self.fail(ctx, *err)
+        elif node.not_pos >= 0 and node.inplace[node.not_pos][1].always is True:
+            self.fail(ctx, "not", "no value is allowed here (its 'not' schema accepts every value)")
 
     # -- string prefix checks --------------------------------------------------------------------------------
 
@@ -179,7 +210,8 @@ class Ev:
             self.fail(
                 ctx,
                 "additionalProperties",
-                f"no further property is allowed (additionalProperties is false; allowed: {allowed})",
+                f"no further property is allowed (additionalProperties is false; allowed: {allowed}, "
+                "already set)",
             )
             return
         if node.prop_names is FALSE_NODE:
@@ -547,10 +579,17 @@ class KeyName:
         if tlimit <= 0 or not self._dead_prefix(prev + text[:tlimit], ctx):
             return 0, "", ""
         k = _first_true(lambda k: self._dead_prefix(prev + text[:k], ctx), tlimit)
+        prefix = prev + text[:k]
+        used = self.frame.value  # the object's finished members (this filter's frame is the object's)
+        taken = [n for n in self.up.node.names if n in used and n.startswith(prefix)]
+        already = ""
+        if taken:  # a used name: the model is repeating a key
+            names = ", ".join(repr(n) for n in taken[:4])
+            already = f"{names} {'is' if len(taken) == 1 else 'are'} already set; "
         return (
             k,
             "additionalProperties",
-            f"no allowed property name starts with {describe(prev + text[:k])} ({self._allowed()})",
+            f"no allowed property name starts with {describe(prefix)} ({already}{self._allowed()})",
         )
 
     def _dead_prefix(self, prefix: str, ctx: Engine) -> bool:

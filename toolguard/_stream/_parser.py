@@ -348,7 +348,9 @@ class JsonPushParser:
                         pos += 1
                     elif c in "-0123456789":
                         m = _NUM_TOKEN(chunk, pos)
-                        if m is not None:  # a whole number, terminated inside this chunk
+                        if m is not None and m.end() - pos <= self.max_number_length:
+                            # a whole number, terminated inside this chunk (a longer one takes the slow path
+                            # below, which enforces max_number_length exactly as a char-by-char feed does)
                             end = m.end()
                             state = _AFTER if self._stack else _DONE
                             h.number_full(m.group(), base + pos, base + end)

@@ -14,6 +14,7 @@ Sans-IO: no I/O, no clock, no threads (the only time budget is the ``regex`` pac
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,13 @@ from ._types import COMPLETE, OPEN, Verdict, Violation
 __all__ = ["StreamValidator", "validate_json"]
 
 _CHECKERS: dict[str, Any] = {}
+
+
+def _number_cap(max_number_length: int) -> int:
+    """``max_number_length``, lowered to Python's int-digits limit (``sys.get_int_max_str_digits``, 4300 by
+    default; 0 = none) so that converting an accepted literal can never raise ``ValueError``."""
+    digits = sys.get_int_max_str_digits()
+    return min(max_number_length, digits) if digits > 0 else max_number_length
 
 
 def _format_checker(draft: str) -> Any:
@@ -80,7 +88,9 @@ class StreamValidator:
         checker = _format_checker(self.compiled.draft) if format_assertion else None
         self._engine = Engine(self.compiled, self.limits, checker)
         self._parser = JsonPushParser(
-            self._engine, max_depth=self.limits.max_depth, max_number_length=self.limits.max_number_length
+            self._engine,
+            max_depth=self.limits.max_depth,
+            max_number_length=_number_cap(self.limits.max_number_length),
         )
         self._verdict: Verdict = OPEN
         self._closed = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from .._tools import ToolCall
 from ._json import JsonScanner
@@ -47,7 +48,7 @@ _FAKE_RESULT = re.compile(
     re.IGNORECASE,
 )
 _NEW_TURN = re.compile(
-    r"<\|im_start\|>|<\|start_header_id\|>|\[INST\]|<start_of_turn>|^\s*(?:user|human|assistant)\s*:",
+    r"<\|im_start\|>|<\|start_header_id\|>|\[INST\]|<start_of_turn>|^[^\S\n]*(?:user|human|assistant)\s*:",
     re.IGNORECASE | re.MULTILINE,
 )
 
@@ -60,8 +61,14 @@ def _trigger_regex(fmt: Format) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+@cache  # a handful of marker sets, asked for on every chunk: O(1) per call after the first
 def _prefixes(markers: tuple[str, ...]) -> frozenset[str]:
     return frozenset(m[:k] for m in markers for k in range(1, len(m)))
+
+
+@cache
+def _longest(prefixes: frozenset[str]) -> int:
+    return max((len(p) for p in prefixes), default=0)
 
 
 class ParserCore:
@@ -191,15 +198,17 @@ class ParserCore:
 # helpers ----------------------------------------------------------------------------------------------------
 def _holdback(text: str, i: int, prefixes: frozenset[str]) -> int:
     """Length of the longest suffix of ``text[i:]`` that may be the start of a marker."""
-    longest = min(len(text) - i, max((len(p) for p in prefixes), default=0))
+    longest = min(len(text) - i, _longest(prefixes))
     for k in range(longest, 0, -1):
         if text[len(text) - k :] in prefixes:
             return k
     return 0
 
 
-def _is_prefix_of_any(rest: str, prefixes: frozenset[str]) -> bool:
-    return rest[:32] in prefixes if len(rest) <= 32 else False
+def _is_prefix_of_any(text: str, j: int, prefixes: frozenset[str]) -> bool:
+    """Is ``text[j:]`` a proper prefix of a marker? Looks at no more than a marker's length of the text."""
+    rest = text[j : j + 33]
+    return len(rest) <= 32 and rest in prefixes
 
 
 def _is_fence_opener(text: str) -> bool:

@@ -223,16 +223,25 @@ class MarkerModes(ParserCore):
         if not self._skip_ws():
             return False
         text, i = self._text, self._i
-        if text.startswith(FENCE, i) or self._waiting_for((FENCE,), final):
-            j = text.find("\n", i)
-            if j < 0:
-                if not final:
-                    return False
-                j = len(text) - 1
-            self._i = j + 1  # skip a ```json fence line
+        if text.startswith(FENCE, i):
+            self._i = i + len(FENCE)
+            self._mode = "react_fence"
             return True
+        if self._waiting_for((FENCE,), final):
+            return False
         if text[i] in "{[":
             self._begin_json("react")
         else:
             self._ctx, self._raw, self._mode = "react", [], "seek"
+        return True
+
+    def _on_react_fence(self, final: bool) -> bool:
+        """Skip the rest of a ```json fence line, consuming it as it arrives (so waiting costs nothing)."""
+        text, i = self._text, self._i
+        j = text.find("\n", i)
+        if j < 0:
+            self._i = len(text)
+            return False
+        self._i = j + 1
+        self._mode = "react_input"
         return True

@@ -24,19 +24,19 @@ same format (JSON calls back to back are accepted and reported as ``concatenated
 Chunk independence: a decision is taken only when the text that decides it is present; otherwise the mode
 waits (keeping at most a marker's length of undecided text) until more arrives or ``close()`` says there is
 none. Fed whole or in any split, the parser ends in the same ``Parsed``. Cost: O(n) for n characters; each
-character is consumed once (JSON bodies are kept as slices and decoded once when they close). No I/O, no
+character is consumed once (JSON bodies are kept as slices and decoded once when they close; a call's
+``arguments`` stay that slice's text, see ``_calls``). No I/O, no
 clock. Layout: ``_core`` holds the state and shared steps, ``_modes`` the marker formats' modes, this module
 the content/JSON/after modes and the public API.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from .._exceptions import UsageError
 from .._tools import ToolCall
-from ._calls import call_like_prefix, calls_from_value
+from ._calls import call_like_prefix, calls_from_json
 from ._core import (
     _JSON_FORMATS,
     _MARKERS,
@@ -85,6 +85,7 @@ class StreamingParser(MarkerModes):
             "react_name": self._on_react_name,
             "react_label": self._on_react_label,
             "react_input": self._on_react_input,
+            "react_fence": self._on_react_fence,
         }
 
     # public API -------------------------------------------------------------------------------------------
@@ -141,7 +142,7 @@ class StreamingParser(MarkerModes):
             self._i = n - hold
             return False
         j, token = m.start(), m.group()
-        if token in ("{", "[") and not final and _is_prefix_of_any(text[j:], self._content_prefixes):
+        if token in ("{", "[") and not final and _is_prefix_of_any(text, j, self._content_prefixes):
             self._emit_content(text[i:j])  # "[TOOL_CA" could still be a marker
             self._i = j
             return False
@@ -181,13 +182,9 @@ class StreamingParser(MarkerModes):
 
     def _json_done(self, raw: str) -> None:
         ctx = self._ctx
-        try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):  # pragma: no cover - the scanner checked the syntax
-            value = None
         if ctx == "content":
             at_start = not self._content_started
-            calls = calls_from_value(value, strict=not at_start)
+            calls = calls_from_json(raw, strict=not at_start)
             if calls is None:
                 self._emit_content(raw)
                 self._mode = "content"
@@ -203,7 +200,7 @@ class StreamingParser(MarkerModes):
             self._add_calls(calls, _json_flavour(raw, self._format))
             self._mode = "after"
         elif ctx == "after":
-            calls = calls_from_value(value, strict=True)
+            calls = calls_from_json(raw, strict=True)
             if calls is None:
                 self._start_tail(self._call_offset, self._sep + raw)
                 return
@@ -219,20 +216,17 @@ class StreamingParser(MarkerModes):
             self._add_calls(calls, _json_flavour(raw, self._format))
             self._mode = "after"
         elif ctx == "hermes":
-            self._pending = calls_from_value(value, strict=False)
+            self._pending = calls_from_json(raw, strict=False)
             self._mode = "hermes_close"
         elif ctx == "mistral_args":
             name, call_id = "".join(self._name).strip(), "".join(self._call_id).strip() or None
-            if isinstance(value, dict):
-                self._add_calls([ToolCall(name, json.dumps(value, ensure_ascii=False), call_id)], "mistral")
-            else:
-                self._malformed(raw, "the [ARGS] of a call must be a JSON object")
+            self._add_calls([ToolCall(name, raw, call_id)], "mistral")  # _on_mistral_args saw "{"
             self._mode = "after"
         elif ctx == "react":
             self._add_calls([ToolCall("".join(self._name).strip(), raw)], "react")
             self._mode = "after"
         else:  # mistral, pytag: the body itself is the call (or a list of calls)
-            calls = calls_from_value(value, strict=False)
+            calls = calls_from_json(raw, strict=False)
             if calls is None:
                 self._malformed(
                     raw, "the JSON after the call marker is not a call (it needs a string 'name')"
@@ -324,7 +318,7 @@ class StreamingParser(MarkerModes):
             self._finish_hermes(closed=False)
         elif mode in ("hermes_open", "mistral_open", "mistral_name", "mistral_args", "pytag_open"):
             self._unterminated("".join(self._name))
-        elif mode in ("react_name", "react_label", "react_input"):
+        elif mode in ("react_name", "react_label", "react_input", "react_fence"):
             self._unterminated("Action: " + "".join(self._name).strip())
         self._mode = "tail" if self._tail_offset >= 0 else "after"
         if self._tail_offset >= 0:

@@ -1,26 +1,36 @@
 """Write tool calls in a wire format: the inverse of ``parse``.
 
-``parse(render(calls, format=f), format=f)`` gives back the calls: names, arguments (JSON-equal; identical
-text when they are not a JSON object) and, for the formats that carry them (``openai``, ``mistral``), ids.
+``parse(render(calls, format=f), format=f)`` gives back the calls: names, arguments and, for the formats that
+carry them (``openai``, ``mistral``), ids. Arguments that are one JSON object are written verbatim (never
+re-serialised, so number spellings, escapes and key order survive) and parse back as that object's text
+(surrounding whitespace aside); any other arguments text is written as a JSON string and parses back
+identical. The JSON around the arguments is built by hand so the arguments' text is spliced in as written.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from .._exceptions import UsageError
 from .._tools import ToolCall
-from ._calls import embed_arguments
+from ._calls import embedded_arguments, is_json_object
 from ._core import HERMES_CLOSE, HERMES_OPEN, MISTRAL_CALLS
 from ._records import Format
 
 __all__ = ["render"]
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _object(call: ToolCall, *, key: str = "arguments", with_id: bool = False) -> str:
+    """``{"name": ..., "<key>": <arguments as written>[, "id": ...]}``."""
+    body = f'{{"name": {_string(call.name)}, "{key}": {embedded_arguments(call.arguments)}'
+    if with_id and call.id:
+        body += f', "id": {_string(call.id)}'
+    return body + "}"
 
 
 def render(calls: Iterable[ToolCall], *, format: Format = "openai", content: str = "") -> str:
@@ -31,16 +41,14 @@ def render(calls: Iterable[ToolCall], *, format: Format = "openai", content: str
     """
     calls = list(calls)
     if format == "openai":
-        objs = [{"name": c.name, "arguments": embed_arguments(c.arguments)} | _id(c) for c in calls]
-        body = _dumps(objs[0]) if len(objs) == 1 else _dumps(objs)
+        objs = [_object(c, with_id=True) for c in calls]
+        body = objs[0] if len(objs) == 1 else "[" + ", ".join(objs) + "]"
     elif format == "hermes":
-        objs = [{"name": c.name, "arguments": embed_arguments(c.arguments)} for c in calls]
-        body = "\n".join(f"{HERMES_OPEN}\n{_dumps(obj)}\n{HERMES_CLOSE}" for obj in objs)
+        body = "\n".join(f"{HERMES_OPEN}\n{_object(c)}\n{HERMES_CLOSE}" for c in calls)
     elif format == "llama3":
-        body = "; ".join(_dumps({"name": c.name, "parameters": embed_arguments(c.arguments)}) for c in calls)
+        body = "; ".join(_object(c, key="parameters") for c in calls)
     elif format == "mistral":
-        objs = [{"name": c.name, "arguments": embed_arguments(c.arguments)} | _id(c) for c in calls]
-        body = MISTRAL_CALLS + _dumps(objs)
+        body = MISTRAL_CALLS + "[" + ", ".join(_object(c, with_id=True) for c in calls) + "]"
     elif format == "react":
         body = "\n".join(f"Action: {c.name}\nAction Input: {_react_input(c.arguments)}" for c in calls)
     else:
@@ -54,10 +62,7 @@ def render(calls: Iterable[ToolCall], *, format: Format = "openai", content: str
     return content + body
 
 
-def _id(call: ToolCall) -> dict[str, str]:
-    return {"id": call.id} if call.id else {}
-
-
 def _react_input(arguments: str) -> str:
-    value = embed_arguments(arguments)
-    return _dumps(value) if isinstance(value, dict) else arguments
+    if not arguments.strip():
+        return "{}"
+    return arguments.strip() if is_json_object(arguments) else arguments

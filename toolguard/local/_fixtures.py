@@ -189,24 +189,35 @@ def build_tokenizer(
     return hf
 
 
-def _cache_key(vocab_size: int, max_bytes: int, seed: int) -> str:
-    payload = json.dumps([vocab_size, max_bytes, seed, CHAT_TEMPLATE, TOOL_TOKENS, len(_stdlib_files()), 2])
+def _cache_key(vocab_size: int, max_bytes: int, seed: int, min_frequency: int) -> str:
+    extra = [] if min_frequency == 2 else [min_frequency]
+    key = [vocab_size, max_bytes, seed, CHAT_TEMPLATE, TOOL_TOKENS, len(_stdlib_files()), 2, *extra]
+    payload = json.dumps(key)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def cached_tokenizer(
-    cache_dir: str | Path, vocab_size: int, *, max_bytes: int = DEFAULT_CORPUS_BYTES, seed: int = 0
+    cache_dir: str | Path,
+    vocab_size: int,
+    *,
+    max_bytes: int = DEFAULT_CORPUS_BYTES,
+    seed: int = 0,
+    min_frequency: int = 2,
 ) -> PreTrainedTokenizerFast:
-    """``build_tokenizer(default_corpus(...), vocab_size)``, trained once and kept under ``cache_dir``."""
+    """``build_tokenizer(default_corpus(...), vocab_size)``, trained once and kept under ``cache_dir``.
+
+    The stdlib holds about 32 MB of sources: enough for 32k merges at ``min_frequency=2``; a 128k vocabulary
+    needs ``min_frequency=1``."""
     from transformers import PreTrainedTokenizerFast
 
-    folder = Path(cache_dir) / f"bpe-{vocab_size}-{_cache_key(vocab_size, max_bytes, seed)}"
+    folder = Path(cache_dir) / f"bpe-{vocab_size}-{_cache_key(vocab_size, max_bytes, seed, min_frequency)}"
     if (folder / "tokenizer.json").exists():
         hf: PreTrainedTokenizerFast = PreTrainedTokenizerFast.from_pretrained(str(folder))
         if hf.chat_template is None:  # pragma: no cover - older caches
             hf.chat_template = CHAT_TEMPLATE
         return hf
-    hf = build_tokenizer(default_corpus(max_bytes=max_bytes, seed=seed), vocab_size)
+    texts = default_corpus(max_bytes=max_bytes, seed=seed)
+    hf = build_tokenizer(texts, vocab_size, min_frequency=min_frequency)
     tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
     hf.save_pretrained(str(tmp))
     try:

@@ -7,11 +7,14 @@ schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema
 
 1. raises ``RemoteRefRefused`` for a ``$ref`` that is not local, and ``UnsupportedKeyword`` (naming the
    keyword, the JSON pointer, the tool and the engine) for any assertion or applicator keyword the engine does
-   not enforce, or a ``format`` it does not know. The tables below were measured on this machine: for each
-   keyword, a valid and an invalid instance fed through the engine (tests/local/test_keywords.py re-checks
-   every entry). Keywords that only *restrict* generation further (xgrammar anchoring ``pattern``) are kept:
-   what the grammar lets through is still valid.
-2. rewrites draft-4..7 forms the engines misread (boolean ``exclusiveMinimum``/``exclusiveMaximum``, array
+   not enforce, a ``format`` it does not know, or a combination it silently drops (xgrammar ignores
+   ``minLength``/``maxLength`` next to a ``pattern`` or ``format``; outlines-core ignores the ``pattern``
+   or ``format`` next to them; both ignore lookarounds in patterns). The tables below were measured on this
+   machine: for each keyword, a valid and an invalid instance fed through the engine
+   (tests/local/test_keywords.py re-checks every entry). Keywords that only *restrict* generation further
+   (xgrammar anchoring ``pattern``) are kept: what the grammar lets through is still valid.
+2. removes ``format`` names JSON Schema does not define (annotations nobody checks), and rewrites draft-4..7
+   forms the engines misread (boolean ``exclusiveMinimum``/``exclusiveMaximum``, array
    ``items`` with ``additionalItems``) into their 2020-12 equivalents;
 3. optionally caps free strings (``max_string_length``) and closes objects that list ``properties``
    (``additionalProperties: false``), both of which only restrict generation.
@@ -23,12 +26,13 @@ extensions, which JSON Schema itself ignores) pass through untouched. The input 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from .._exceptions import RemoteRefRefused, SchemaError, UnsupportedKeyword
 
-__all__ = ["ENGINE_FORMATS", "ENGINE_KEYWORDS", "EngineName", "prepare_schema"]
+__all__ = ["ENGINE_FORMATS", "ENGINE_KEYWORDS", "STANDARD_FORMATS", "EngineName", "prepare_schema"]
 
 EngineName = Literal["llguidance", "xgrammar", "outlines"]
 
@@ -69,6 +73,16 @@ ENGINE_FORMATS: dict[str, frozenset[str]] = {
                            "uri"}),
     "outlines": frozenset({"date-time", "time", "date", "email", "uuid", "uri"}),
 }
+
+#: The formats JSON Schema defines (2020-12 and earlier drafts). A validator may assert these; any other name
+#: (``int64``, ``utc-millisec``...) is an annotation nobody checks, removed before the engine sees it.
+STANDARD_FORMATS = frozenset({
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+    "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+    "relative-json-pointer", "regex",
+})
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
 
 _SCHEMA_KEYS = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",
                 "propertyNames", "unevaluatedItems", "unevaluatedProperties")
@@ -126,10 +140,16 @@ class _Walker:
         for key in list(node):
             if key in _ASSERTIONS and key not in self.allowed:
                 self._unsupported(node, key, path, "")
-        if "format" in node and isinstance(node["format"], str) and node["format"] not in self.formats:
-            known = sorted(self.formats)
-            self._unsupported(node, "format", path,
-                              f"format {node['format']!r} is not one of {known} for {self.engine}")
+        fmt = node.get("format")
+        if isinstance(fmt, str) and fmt not in self.formats:
+            if fmt not in STANDARD_FORMATS or not _may_be_string(node):
+                del node["format"]  # an annotation: no validator asserts it
+            else:
+                known = sorted(self.formats)
+                note = f"format {fmt!r} is not one of {known} for {self.engine}"
+                self._unsupported(node, "format", path, note)
+        if self.engine != "llguidance" and _may_be_string(node):
+            self._string_combinations(node, path)
         if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
             self._unsupported(node, "multipleOf", path,
                               'xgrammar enforces multipleOf on integers only; add "type": "integer"')
@@ -179,6 +199,21 @@ class _Walker:
         elif "additionalItems" in node:
             del node["additionalItems"]  # without an items array it has no effect (all drafts)
 
+    def _string_combinations(self, node: dict[str, Any], path: str) -> None:
+        """xgrammar drops min/maxLength next to a pattern or format; outlines-core drops the pattern or format
+        next to min/maxLength; both pass lookaround assertions through unenforced."""
+        lengths = [k for k in ("minLength", "maxLength") if k in node]
+        shapes = [k for k in ("pattern", "format") if k in node]
+        if lengths and shapes:
+            lost = lengths[0] if self.engine == "xgrammar" else shapes[0]
+            kept = shapes[0] if self.engine == "xgrammar" else lengths[0]
+            note = f"{self.engine} ignores {lost} on a string that also has {kept}"
+            self._unsupported(node, lost, path, note)
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and _LOOKAROUND.search(pattern):
+            note = f"{self.engine} ignores lookaround assertions in patterns"
+            self._unsupported(node, "pattern", path, note)
+
     def _unsupported(self, node: dict[str, Any], key: str, path: str, note: str) -> None:
         if self.dropped is not None:
             self.dropped.append(f"{path}/{_esc(key)}")
@@ -213,6 +248,11 @@ class _Walker:
                 and not {"additionalProperties", "patternProperties", "unevaluatedProperties",
                          "allOf", "anyOf", "oneOf", "$ref"} & node.keys()):
             node["additionalProperties"] = False
+
+
+def _may_be_string(node: Mapping[str, Any]) -> bool:
+    t = node.get("type")
+    return t is None or t == "string" or (isinstance(t, list) and "string" in t)
 
 
 def _only_integer(node: Mapping[str, Any]) -> bool:

@@ -89,8 +89,8 @@ def _apply_numpy(row: np.ndarray, mask: Mask, n_tokens: int) -> None:
         row[mask.ids] = _NEG_INF
         return
     words: np.ndarray = mask.ids
-    nz = np.flatnonzero(words)
-    if len(nz) <= len(words) * SPARSE_WORD_FRACTION:
+    if np.count_nonzero(words) <= len(words) * SPARSE_WORD_FRACTION:
+        nz = np.flatnonzero(words)
         bits = np.unpackbits(words[nz].view(np.uint8), bitorder="little").reshape(-1, 32)
         rows, cols = np.nonzero(bits)
         idx = nz[rows] * 32 + cols

@@ -258,16 +258,17 @@ class ToolCallLogitsProcessor:
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         start = time.perf_counter()
-        batch, length = input_ids.shape[0], input_ids.shape[1]
-        if len(self.states) != batch or length != self._length + 1:
-            self.states = [self.grammar.new_state() for _ in range(batch)]
+        batch, length = input_ids.shape
+        states = self.states
+        if len(states) != batch or length != self._length + 1:
+            states = self.states = [self.grammar.new_state() for _ in range(batch)]
         else:
-            last = input_ids[:, -1].tolist()
-            for state, token in zip(self.states, last, strict=True):
+            ids = input_ids.numpy() if input_ids.device.type == "cpu" else input_ids.cpu().numpy()
+            for state, token in zip(states, ids[:, -1].tolist(), strict=True):
                 if state.phase != "done":
-                    state.advance(int(token))
+                    state.advance(token)
         self._length = length
-        masks = [state.mask() for state in self.states]
+        masks = [state.mask() for state in states]
         apply_masks(scores, masks, self.grammar.n_vocab)
         stats = self.stats
         stats.steps += batch

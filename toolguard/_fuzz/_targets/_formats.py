@@ -190,7 +190,7 @@ class FormatsTarget(Target):
             try:
                 text = (
                     formats.render(
-                        [ToolCall(c["name"], c["arguments"], c["id"]) for c in calls],
+                        [ToolCall(str(c["name"]), str(c["arguments"]), c["id"]) for c in calls],
                         format=fmt,
                         content=content,
                     )

@@ -162,7 +162,7 @@ class GrammarTarget(Target):
     def generate(self, rng: random.Random) -> dict[str, Any]:
         engine = "llguidance" if rng.random() < 0.7 else "xgrammar"
         restrict = rng.random() < 0.85  # mostly keywords the engine claims; sometimes any (refusal paths)
-        tools = []
+        tools: list[dict[str, Any]] = []
         for name in rng.sample(_TOOL_NAMES, rng.randint(1, 3)):
             schema = gen_schema(rng, max_depth=2)
             if schema.get("type") != "object":

@@ -93,7 +93,7 @@ def _openai_stream(rng: random.Random) -> bytes:
             out += b": keep-alive" + end
         if roll > 0.9:
             out += b"event: " + rng.choice([b"message", b"error", b"ping", b""]) + end
-        payload = {
+        payload: dict[str, Any] = {
             "id": "c1",
             "choices": [{"index": 0, "delta": {"content": rng.choice(["hé", "x", "\n", "😀"])}}],
         }

@@ -150,9 +150,9 @@ def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
         return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
+        return bool(a == b)
     if isinstance(a, str) or isinstance(b, str):
-        return a == b
+        return bool(a == b)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
