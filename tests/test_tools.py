@@ -223,6 +223,15 @@ def test_tool_call_proposals() -> None:
     assert ToolCall("f", "  ").parsed_arguments() == {}
 
 
+def test_tool_call_arguments_text_is_kept_verbatim() -> None:
+    text = '{"zeta": 1e999, "alpha": 1.0, "mid": -0, "big": 12345678901234567890123}'
+    entry = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": text}}
+    call = ToolCall.from_openai(entry)
+    assert call.arguments == text
+    assert call.to_openai() == entry
+    assert ToolCall.from_openai(call.to_openai()) == call
+
+
 def test_public_names() -> None:
     for name in (
         "tool",

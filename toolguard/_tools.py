@@ -31,6 +31,10 @@ _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 class ToolCall:
     """A tool call *proposed* by a model. ``arguments`` is the raw JSON text the model wrote.
 
+    The text is kept as written, never re-serialised (``toolguard.formats`` parses it as the span of the
+    arguments object, so ``1e999``, ``1.0``, ``-0``, big integers and key order survive); decode it with
+    ``parsed_arguments`` when a value is needed.
+
     ``id`` is the call id the model (or API) gave, ``None`` when the wire format carries none. A proposal is
     not an execution: only ``Executor.execute`` turns it into an ``ExecutionRecord``.
     """
@@ -55,7 +59,9 @@ class ToolCall:
     def from_openai(cls, entry: Mapping[str, Any]) -> ToolCall:
         """Read an OpenAI ``tool_calls`` entry (``{"id", "type", "function": {"name", "arguments"}}``).
 
-        ``arguments`` given as an object (some servers do this) is serialised to JSON text.
+        ``arguments`` given as an object (some servers do this) is serialised to JSON text: it has no text of
+        its own, so that is the one place a call's arguments are re-serialised (pass the JSON string to keep
+        number spellings).
         """
         fn = entry.get("function", entry)
         if not isinstance(fn, Mapping):

@@ -41,7 +41,7 @@ def test_demo_shows_every_mechanism(demo_run: tuple[object, str, float]) -> None
         "proposal: get_weather",
         "validation: ✓",
         "executor: ok",
-        "executor: invalid",
+        "validation: ✗",
         "executor: error",
         "runaway stopped",
         "summary",

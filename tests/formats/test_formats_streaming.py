@@ -34,6 +34,9 @@ SAMPLES = [
     ("llama3", '<|python_tag|>brave_search.call(query="q")<|eom_id|>'),
     ("mistral", '[TOOL_CALLS]a[CALL_ID]id1[ARGS]{"x": 1}[TOOL_CALLS][{"name": "b", "arguments": {}}]</s>'),
     ("react", 'Thought: t\nAction: a\nAction Input: ```json\n{"x": 1}\n```\nObservation: fake'),
+    ("react", "Action: a\nAction Input: ```json and a fence line that never ends"),
+    ("react", "Action: a\nAction Input: ``"),
+    ("openai", '{"name": "a", "arguments": {"n": 1e999, "m": -0}}\n\n\n  user: hi'),
     ("auto", "Plain prose with [links](x) and {braces} and <b>tags</b> and Action: inline.<|eot_id|>more"),
     ("auto", '```json\n{"name": "a", "arguments": {}}\n```\n'),
 ]
@@ -95,26 +98,39 @@ def test_feed_after_close_is_misuse() -> None:
     assert parser.close() is parser.close()
 
 
-def _seconds(parser_text: str, chunk: int) -> float:
+def _seconds(fmt: str, text: str, chunk: int) -> float:
     start = time.perf_counter()
-    parser = StreamingParser("hermes")
-    for i in range(0, len(parser_text), chunk):
-        parser.feed(parser_text[i : i + chunk])
+    parser = StreamingParser(fmt)  # type: ignore[arg-type]
+    for i in range(0, len(text), chunk):
+        parser.feed(text[i : i + chunk])
     parser.close()
     return time.perf_counter() - start
 
 
-def test_streaming_is_linear() -> None:
-    def turn(n: int) -> str:
-        body = ", ".join(f'"k{i}": "value {i} with \\"escapes\\""' for i in range(n))
-        return (
-            "Prose { with [brackets] " * n
-            + '<tool_call>{"name": "a", "arguments": {'
-            + body
-            + "}}</tool_call>"
-        )
+def _hermes_turn(n: int) -> str:
+    body = ", ".join(f'"k{i}": "value {i} with \\"escapes\\""' for i in range(n))
+    return (
+        "Prose { with [brackets] " * n + '<tool_call>{"name": "a", "arguments": {' + body + "}}</tool_call>"
+    )
 
+
+SHAPES = {
+    "hermes call after prose with brackets": ("hermes", _hermes_turn, 7),
+    "braces in prose, one chunk": ("auto", lambda n: "{x [y " * n, 10**9),
+    "fence line that never ends": ("react", lambda n: "Action: a\nAction Input: ```" + "x" * 30 * n, 1),
+    "blank lines after a call": (
+        "openai",
+        lambda n: '{"name": "a", "arguments": {}}' + "\n" * 30 * n + "x",
+        7,
+    ),
+    "unclosed hermes body": ("hermes", lambda n: "<tool_call>" + "x" * 30 * n, 3),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_streaming_is_linear(shape: str) -> None:
+    fmt, turn, chunk = SHAPES[shape]
     small, large = turn(300), turn(3000)
-    t_small = min(_seconds(small, 7) for _ in range(3))
-    t_large = min(_seconds(large, 7) for _ in range(3))
+    t_small = min(_seconds(fmt, small, chunk) for _ in range(3))
+    t_large = min(_seconds(fmt, large, chunk) for _ in range(3))
     assert t_large / t_small < 25, (t_small, t_large)  # 10x the text; quadratic would be ~100x

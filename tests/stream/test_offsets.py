@@ -65,7 +65,10 @@ CASES = [
     pytest.param(OBJ, '{"days": 15}', (10, "maximum", "/days"), id="significant-digits-past-max"),
     pytest.param(OBJ, '{"days": 100}', (12, "maximum", "/days"), id="trailing-zeros-wait-for-close"),
     pytest.param(
-        {"type": "integer", "minimum": -9}, "-12", (2, "minimum", ""), id="negative-significant-digits-below-min"
+        {"type": "integer", "minimum": -9},
+        "-12",
+        (2, "minimum", ""),
+        id="negative-significant-digits-below-min",
     ),
     pytest.param(OBJ, '{"days": 3.0}', None, id="integer-valued-float"),
     pytest.param(OBJ, '{"tags": ["a", "b", "c"]}', (18, "maxItems", "/tags"), id="maxItems-at-comma"),

@@ -158,10 +158,11 @@ def number_prefix_error(node: Node, text: str) -> tuple[str, str] | None:
             return _bounds_error(node, value_i)
         return _lower_error(node, value_i) if neg else _upper_error(node, value_i)
     if node.int_only:
-        # From draft 6 on, 20e-1 (= 2.0) is an integer, so digits alone do not fix the value. But the significant
-        # digits do bound it: any integer a number starting with these digits can become has significant digits
-        # starting with them (leading and trailing zeros and the dot aside), so its magnitude is at least their
-        # value. "12" can never become an integer <= 9 (12e-1 = 1.2), while "20" can (20e-1 = 2).
+        # From draft 6 on, 20e-1 (= 2.0) is an integer, so digits alone do not fix the value. But the
+        # significant digits do bound it: any integer a number starting with these digits can become has
+        # significant digits starting with them (leading and trailing zeros and the dot aside), so its
+        # magnitude is at least their value. "12" can never become an integer <= 9 (12e-1 = 1.2), while "20"
+        # can (20e-1 = 2).
         significant = body.replace(".", "").strip("0")
         if not significant:
             return None
@@ -169,12 +170,14 @@ def number_prefix_error(node: Node, text: str) -> tuple[str, str] | None:
         found = _lower_error(node, -least) if neg else _upper_error(node, least)
         if found is not None and body != significant:
             keyword, _ = found
-            bound = node.minimum if neg and keyword == "minimum" else node.maximum if keyword == "maximum" else None
+            bound = None
+            if neg and keyword == "minimum":
+                bound = node.minimum
+            elif keyword == "maximum":
+                bound = node.maximum
             limit = describe(bound) if bound is not None else "the exclusive bound"
-            found = keyword, (
-                f"any integer starting with {text} is {'at most' if neg else 'at least'} {'-' if neg else ''}{least},"
-                f" beyond {limit}"
-            )
+            sign, extreme = ("-", "at most") if neg else ("", "at least")
+            found = keyword, f"any integer starting with {text} is {extreme} {sign}{least}, beyond {limit}"
         return found
     return None
 

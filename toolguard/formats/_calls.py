@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, missing from typeshed
 from typing import Any
 
 from .._tools import ToolCall
@@ -107,11 +107,12 @@ def _decode(raw: str, i: int, path: Path, spans: dict[Path, tuple[int, int]]) ->
 
 def _arguments(raw: str, body: dict[str, Any], path: Path, spans: dict[Path, tuple[int, int]]) -> str:
     """The ``ToolCall.arguments`` text of a call object: a string's content, any other value's raw text."""
-    key = "arguments" if "arguments" in body else "parameters" if "parameters" in body else None
-    if key is None or body[key] is None:
+    key = "arguments" if "arguments" in body else "parameters"
+    value = body.get(key)
+    if value is None:
         return "{}"
-    if isinstance(body[key], str):
-        return body[key]
+    if isinstance(value, str):
+        return value
     start, end = spans[(*path, key)]
     return raw[start:end]
 
@@ -227,19 +228,19 @@ def _python_json(node: ast.expr, source: str) -> str | None:
         text = _python_json(inner, source)
         if text is None or isinstance(node.op, ast.UAdd):
             return text
-        return text[1:] if text.startswith("-") else "-" + text
+        return "-" + text  # the operand is a non-negative constant
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_python_json(e, source) for e in node.elts]
         return None if any(t is None for t in items) else "[" + ", ".join(str(t) for t in items) + "]"
     if isinstance(node, ast.Dict):
         parts = []
-        for k, v in zip(node.keys, node.values, strict=True):
-            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+        for key, item in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 return None
-            text = _python_json(v, source)
+            text = _python_json(item, source)
             if text is None:
                 return None
-            parts.append(f"{json.dumps(k.value, ensure_ascii=False)}: {text}")
+            parts.append(f"{json.dumps(key.value, ensure_ascii=False)}: {text}")
         return "{" + ", ".join(parts) + "}"
     return None
 

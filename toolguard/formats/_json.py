@@ -4,8 +4,8 @@ The format parsers need to know, chunk by chunk, when a JSON value that opened w
 the first character that makes it not JSON (prose that merely contains a brace, a tag inside a broken call).
 ``JsonScanner.scan(text, i)`` consumes ``text[i:]`` and keeps its state (container stack, string/escape state,
 the literal being read) between calls, so chunk boundaries may fall anywhere. It checks JSON syntax (tokens
-and their order, escapes, literals, number shape) but builds no value: callers ``json.loads`` the closed slice
-once.
+and their order, escapes, literals, number shape) but builds no value: callers decode the closed slice once
+(``_calls.calls_from_json``, which keeps the arguments' text).
 
 Cost: each character is looked at once; strings are skipped with one regex search per run of plain characters.
 Nesting is capped (``DEFAULT_MAX_DEPTH``): past it the scan reports an error, never recursion.

@@ -59,6 +59,8 @@ Fault = Literal["none", "grammar_off_no_digits", "runaway_bias"]
 
 #: Tokens one demo turn may generate.
 DEMO_MAX_NEW_TOKENS = 96
+#: How the agent loop re-asks after a call it could not read (``toolguard._loop``).
+_UNREADABLE_PREFIX = "Your tool call could not be read"
 #: Logit added to the runaway turn's favoured token: large enough to win every step.
 RUNAWAY_BIAS = 30.0
 
@@ -365,8 +367,11 @@ class _Display:
         choice = reply["choices"][0]
         message = choice["message"]
         calls = [ToolCall.from_openai(tc) for tc in message.get("tool_calls") or []]
+        unreadable = []
         if not calls and raw_text is not None:
-            calls = parse(raw_text, format="hermes").tool_calls
+            parsed = parse(raw_text, format="hermes")
+            calls = parsed.tool_calls
+            unreadable = [p.message for p in parsed.problems if p.kind == "malformed"]
         extras = reply.get("toolguard") or {}
         stats = extras.get("stats") or {}
         self.tokens += int(stats.get("tokens_generated", 0))
@@ -376,7 +381,11 @@ class _Display:
             info += f", {stats.get('tokens_generated', 0)} tokens, {stats.get('tokens_forced', 0)} forced"
         self.console.print(f"  [bold]model[/] ({escape(label)}; {info})")
         if raw_text is not None:
-            self.console.print(f"    raw output: [yellow]{escape(raw_text.strip()[:160])}[/]")
+            self.console.print(f"    raw output: [yellow]{escape(raw_text.strip()[:200])}[/]")
+        for problem in unreadable:
+            self.proposals += 1
+            self.console.print(f"    validation: [red]✗[/] unreadable: {escape(problem)}")
+            self.event(f"unreadable proposal: {problem}")
         for call in calls:
             self.proposals += 1
             ok, why = self.validate(call)
@@ -386,7 +395,7 @@ class _Display:
             self.console.print(f"    validation: {mark} {escape(why)}")
             self.event(f"proposal {call.name} {call.arguments} valid={ok}")
         content = message.get("content")
-        if content and not calls:
+        if content and not calls and raw_text is None:
             self.console.print(f"    says: {escape(content.strip()[:200])}")
 
     def runaway(self, info: Mapping[str, Any]) -> None:
@@ -538,15 +547,30 @@ def _digit_token_ids(tokenizer: Any) -> list[int]:
 
 
 def _bias_processor(tokenizer: Any) -> Callable[[Any, Any], Any]:
-    """Adds ``RUNAWAY_BIAS`` to the logit of the token " ha": a crafted sampling fault that loops."""
-    ids = tokenizer.encode(" ha", add_special_tokens=False)
-    favoured = ids[-1]
+    """Adds ``RUNAWAY_BIAS`` to one word's logit (" ha", or the first of a few common words that is a single
+    token): a crafted sampling fault that makes the model repeat it."""
+    favoured = None
+    for word in (" ha", " la", " very", " the"):
+        ids = tokenizer.encode(word, add_special_tokens=False)
+        if len(ids) == 1:
+            favoured = ids[0]
+            break
+    if favoured is None:  # pragma: no cover - any byte-level BPE has " the"
+        favoured = tokenizer.encode(" ha", add_special_tokens=False)[0]
 
     def bias(input_ids: Any, scores: Any) -> Any:
         scores[..., favoured] += RUNAWAY_BIAS
         return scores
 
     return bias
+
+
+def _is_reask(message: Mapping[str, Any]) -> bool:
+    """A re-ask the agent loop sent: an executor ``invalid`` record, or its note about an unreadable call."""
+    content = str(message.get("content") or "")
+    if message.get("role") == "tool":
+        return content.startswith("Invalid call")
+    return message.get("role") == "user" and content.startswith(_UNREADABLE_PREFIX)
 
 
 # -- the run ------------------------------------------------------------------------------------------------
@@ -617,7 +641,7 @@ def run_demo(
         turns=display.turns,
         proposals=display.proposals,
         valid_proposals=display.valid,
-        reasks=records["invalid"],
+        reasks=sum(_is_reask(m) for r in results for m in r.messages),
         runaways_stopped=display.runaways,
         records=records,
         stop_reasons=[r.stop_reason for r in results],

@@ -92,6 +92,11 @@ DEMO_CHAT_TEMPLATE = (
 )
 
 _ASSISTANT_OPEN = f"{IM_START}assistant\n"
+# Token roles for the loss: assistant turns are the target; the rest (system prompt, tool list, user turns,
+# tool results) is trained with ``TrainConfig.context_weight``, which teaches the copying (values repeated
+# from a call into its result, from a result into the answer) that filling arguments needs; invalid proposals
+# shown for a re-ask are never trained.
+_ASSISTANT, _SKIPPED, _CONTEXT = 1, 0, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +108,16 @@ class TrainConfig:
     vocab_size: int = 3072
     hidden_size: int = 192
     layers: int = 4
-    heads: int = 4
-    kv_heads: int = 4
+    heads: int = 6
+    kv_heads: int = 6
     intermediate_size: int = 512
-    steps: int = 600
+    steps: int = 700
     batch_size: int = 16
     lr: float = 3e-3
     warmup: int = 100
     weight_decay: float = 0.05
     threads: int = 1
+    context_weight: float = 0.3
     eval_requests: int = 200
 
 
@@ -181,8 +187,8 @@ def build_demo_tokenizer(texts: Sequence[str], *, vocab_size: int) -> PreTrained
 def _encode(
     tokenizer: Any, text: str, *, max_len: int, skip: frozenset[int] = frozenset()
 ) -> tuple[list[int], list[int]]:
-    """Token ids and a 0/1 loss mask: 1 on the tokens of assistant turns (including their ``<|im_end|>``),
-    except the assistant turns whose ordinal is in ``skip``."""
+    """Token ids and a role per token: ``ASSISTANT`` for the tokens of assistant turns (including their
+    ``<|im_end|>``), ``SKIPPED`` for assistant turns whose ordinal is in ``skip``, ``CONTEXT`` otherwise."""
     enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     spans: list[tuple[int, int]] = []
     skipped: list[tuple[int, int]] = []
@@ -197,10 +203,15 @@ def _encode(
             spans.append((body, end))
         start = text.find(_ASSISTANT_OPEN, end)
     ids: list[int] = enc["input_ids"][:max_len]
-    mask = []
+    roles = []
     for a, _b in enc["offset_mapping"][:max_len]:
-        mask.append(int(any(s <= a < e for s, e in spans)))
-    return ids, mask
+        if any(s <= a < e for s, e in spans):
+            roles.append(_ASSISTANT)
+        elif any(s <= a < e for s, e in skipped):
+            roles.append(_SKIPPED)
+        else:
+            roles.append(_CONTEXT)
+    return ids, roles
 
 
 # -- model -------------------------------------------------------------------------------------------
@@ -233,9 +244,15 @@ def _build_model(tokenizer: Any, cfg: TrainConfig) -> LlamaForCausalLM:
 
 
 def _batches(
-    rows: list[tuple[list[int], list[int]]], *, batch_size: int, steps: int, seed: int, pad_id: int
+    rows: list[tuple[list[int], list[int]]],
+    *,
+    batch_size: int,
+    steps: int,
+    seed: int,
+    pad_id: int,
+    context_weight: float,
 ) -> Any:
-    """Yield (input_ids, labels): each batch drawn from one length bucket, padded to its longest row."""
+    """Yield (input_ids, loss weights): each batch drawn from one length bucket, padded to its longest row."""
     import torch
 
     rng = random.Random(f"batches:{seed}")
@@ -246,13 +263,13 @@ def _batches(
         picked = rng.sample(bucket, min(batch_size, len(bucket)))
         width = max(len(rows[i][0]) for i in picked)
         ids = torch.full((len(picked), width), pad_id, dtype=torch.long)
-        labels = torch.full((len(picked), width), -100, dtype=torch.long)
+        weights = torch.zeros((len(picked), width), dtype=torch.float32)
+        table = {_ASSISTANT: 1.0, _SKIPPED: 0.0, _CONTEXT: context_weight}
         for r, i in enumerate(picked):
-            row_ids, row_mask = rows[i]
+            row_ids, row_roles = rows[i]
             ids[r, : len(row_ids)] = torch.tensor(row_ids)
-            lab = torch.tensor([t if m else -100 for t, m in zip(row_ids, row_mask, strict=True)])
-            labels[r, : len(row_ids)] = lab
-        yield ids, labels
+            weights[r, : len(row_ids)] = torch.tensor([table[role] for role in row_roles])
+        yield ids, weights
 
 
 def _assistant_ordinals(dialogue: Dialogue) -> frozenset[int]:
@@ -300,9 +317,9 @@ def train_demo_model(
         for d, text in zip(dialogues, texts, strict=True)
     ]
     n_tokens = sum(len(r[0]) for r in rows)
-    n_loss = sum(sum(r[1]) for r in rows)
+    n_loss = sum(role == _ASSISTANT for r in rows for role in r[1])
     log(
-        f"data: {len(rows)} dialogues, {n_tokens} tokens ({n_loss} trained), "
+        f"data: {len(rows)} dialogues, {n_tokens} tokens ({n_loss} in assistant turns), "
         f"mean length {n_tokens / len(rows):.0f}; tokenizer {len(tokenizer)} tokens "
         f"({time.perf_counter() - t0:.1f}s)"
     )
@@ -329,21 +346,30 @@ def train_demo_model(
     cpu_train = time.process_time()
     seen = 0
     running = 0.0
-    for step, (ids, labels) in enumerate(
+    for step, (ids, weights) in enumerate(
         _batches(
-            rows, batch_size=cfg.batch_size, steps=cfg.steps, seed=cfg.seed, pad_id=tokenizer.pad_token_id
+            rows,
+            batch_size=cfg.batch_size,
+            steps=cfg.steps,
+            seed=cfg.seed,
+            pad_id=tokenizer.pad_token_id,
+            context_weight=cfg.context_weight,
         )
     ):
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
         attention = (ids != tokenizer.pad_token_id).long()
-        loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
+        target, weight = ids[:, 1:], weights[:, 1:]
+        token_loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
+        loss = (token_loss * weight).sum() / weight.sum()
+        target_loss = float((token_loss * (weight == 1.0)).sum() / (weight == 1.0).sum().clamp(min=1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         seen += int(ids.numel())
-        running = loss.item() if step == 0 else 0.95 * running + 0.05 * loss.item()
+        running = target_loss if step == 0 else 0.95 * running + 0.05 * target_loss
         if step % 25 == 0 or step == cfg.steps - 1:
             elapsed = time.perf_counter() - t_train
             log(
