@@ -93,7 +93,10 @@ def test_nested_tools_default_engine(bpe_tokenizer: Any, tiny_llama: Any, seed: 
 @pytest.mark.parametrize("toolset", ["weather", "files"])
 def test_example_tool_sets(bpe_tokenizer: Any, tiny_llama: Any, engine: str, toolset: str) -> None:
     tools = example_tools(toolset)
-    proc = ToolCallLogitsProcessor(bpe_tokenizer, tools, "required", engine=engine, max_string_length=8)
+    # files.read_file has a pattern next to minLength, which xgrammar cannot enforce together: checked after
+    unenforced = "check" if (engine, toolset) == ("xgrammar", "files") else "error"
+    proc = ToolCallLogitsProcessor(bpe_tokenizer, tools, "required", engine=engine, max_string_length=8,
+                                   unenforced=unenforced)
     rows = generate_rows(tiny_llama, bpe_tokenizer, proc, tools, seed=7, max_new_tokens=90, batch=8)
     terminated, _ = check_rows(rows, bpe_tokenizer, tools, proc)
     assert terminated >= 4

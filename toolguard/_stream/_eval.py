@@ -13,6 +13,10 @@ multipleOf, format, unevaluated*) is checked in ``finish`` when the value closes
 
 Deaths are sound (a dead ``Ev`` fails for every completion) but not complete (an allOf of individually
 possible schemas may be jointly impossible): rejection is never early, occasionally later than ideal.
+if/then/else keeps both outcomes (if holds and then holds; if fails and else holds) alive until each is
+impossible: only a dead ``if`` prunes the first, and an ``if`` still alive never counts as decided. A schema
+doomed by a kid that died earlier (a branch, a speculative dependentSchemas kid) is rejected at the offset
+where that became certain, not where the kid died (``die`` re-stamps the violation).
 
 Cost: O(1) amortised work per event per live ``Ev``; the number of ``Ev``s per value is bounded at compile
 time (``max_inplace_expansion``).

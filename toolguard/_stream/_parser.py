@@ -107,7 +107,8 @@ class JsonHandlerBase:
 
     The parser sends ``string_full(text, start, end)`` for a string with no escape that starts and ends in one
     chunk (``start``/``end``: its quotes), ``key_full(text, start, end)`` likewise for a key (the colon
-    follows), and ``number_full(text, start, end)`` for a number terminated inside one chunk. Subclass and
+    follows), and ``number_full(text, start, end)`` for a number terminated inside one chunk (never one
+    longer than ``max_number_length``: that one takes the basic events, and the cap). Subclass and
     override them only to go faster.
     """
 

@@ -28,7 +28,7 @@ from ._turn import Mask
 __all__ = ["SPARSE_WORD_FRACTION", "allowed_ids", "apply_mask", "apply_masks"]
 
 #: Use the index path when at most this fraction of the bitmask words is non-zero.
-SPARSE_WORD_FRACTION = 1 / 64
+SPARSE_WORD_FRACTION = 1 / 12
 _NEG_INF = float("-inf")
 _BIAS = np.where((np.arange(256)[:, None] >> np.arange(8)) & 1, 0.0, -np.inf).astype(np.float32)
 _LOCAL = threading.local()
