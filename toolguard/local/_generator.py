@@ -161,7 +161,8 @@ class LocalGenerator:
         seed: int | None = None,
         **kwargs: Any,
     ) -> Iterator[dict[str, Any]]:
-        """The streaming twin of ``chat``: ``chat.completion.chunk`` dicts (see the module docstring)."""
+        """The streaming twin of ``chat`` (same keyword arguments): ``chat.completion.chunk`` dicts, see the
+        module docstring."""
         if stream_calls not in ("hold", "pass"):
             raise UsageError(f"stream_calls must be 'hold' or 'pass', not {stream_calls!r}")
         steps = self._decode(messages, seed=seed, **kwargs)
@@ -190,15 +191,15 @@ class LocalGenerator:
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
-        tools: Any,
-        tool_choice: Any,
-        parallel_tool_calls: bool,
-        max_calls: int | None,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        logits_processors: Sequence[Any],
+        tools: Any = None,
+        tool_choice: Any = "auto",
+        parallel_tool_calls: bool = False,
+        max_calls: int | None = None,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        logits_processors: Sequence[Any] = (),
     ) -> Iterator[tuple[list[int], _Run]]:
         """Yields ``(new tokens, run)`` after each model pass; the last yield has ``run.finish`` set."""
         import torch

@@ -15,7 +15,8 @@ handled here, identically for every engine, as a few node kinds:
   (the grammar is accepting, and a call object cannot be extended past its final ``}``), the automaton moves
   on.
 - ``jstart``: bare-JSON format with ``"auto"``: the first token either opens the call (as the engine allows)
-  or starts free text that does not begin with ``{`` or ``[``.
+  or starts free text that does not begin with ``{`` or ``[``. (Bare JSON with ``"none"`` is plain free
+  text: there is no marker to keep out.)
 - ``end``: only end-of-turn ids (every eos id declared by the tokenizer and generation config); ``done``
   after one is consumed.
 
@@ -159,13 +160,12 @@ class TurnState:
                 self._lit([(fmt.list_open.encode(), "call")])
             else:
                 self._enter_call()
-        else:
+        elif mode == "auto":  # bare JSON: the first token opens a call or starts free text
             self.phase = "jstart"
-            if mode == "auto":
-                if grammar.parallel:
-                    self._options = [(fmt.list_open.encode(), "call")]
-                else:
-                    self.matcher = grammar.engine.matcher(grammar.compiled)
+            if grammar.parallel:
+                self._options = [(fmt.list_open.encode(), "call")]
+            else:
+                self.matcher = grammar.engine.matcher(grammar.compiled)
 
     # ---- queries -----------------------------------------------------------------------------------------
     @property
