@@ -182,3 +182,10 @@ def test_vocab_bytes_round_trip(bpe_tokenizer: Any) -> None:
     ids = bpe_tokenizer.encode(text, add_special_tokens=False)
     assert vocab.decode(ids).decode("utf-8") == text
     assert vocab.token_bytes[bpe_tokenizer.eos_token_id] is None
+
+
+def test_json_none_is_free_text(bpe_tokenizer: Any) -> None:
+    state = grammar(bpe_tokenizer, "none", format="json").new_state()
+    assert state.mask().kind == "all"
+    assert state.advance(Vocab.of(bpe_tokenizer).encode_literal(b"{")[0])
+    assert state.content_bytes() == b"{"
