@@ -158,13 +158,17 @@ def _llg_error(message: str) -> Exception:
 
 
 class _LLGMatcher:
-    __slots__ = ("_m",)
+    __slots__ = ("_m", "_ptr", "_words")
 
     def __init__(self, m: Any) -> None:
         self._m = m
+        self._words: np.ndarray | None = None
+        self._ptr = 0
 
     def fill(self, words: np.ndarray) -> None:
-        self._m.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        if words is not self._words:  # ``ndarray.ctypes`` builds an object: look the address up once
+            self._words, self._ptr = words, words.ctypes.data
+        self._m.unsafe_compute_mask_ptr(self._ptr, words.nbytes)
 
     def consume(self, token: int) -> bool:
         return bool(self._m.consume_token(token))

@@ -227,6 +227,8 @@ class StreamRelay:
                 return
             if stop is _STOP:
                 return
+            if decoder.error is not None:  # a bad line after this read's events: fail now, not next read
+                raise UpstreamProtocolError(decoder.error)
         for event in decoder.close():
             if event.data == "[DONE]":
                 state.done = True
