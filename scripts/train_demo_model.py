@@ -5,7 +5,7 @@
     python scripts/train_demo_model.py --eval-only          # accuracy and tokens/s of the shipped model
 
 Needs toolguard[local]. toolguard/local/_train.py says what it does; TrainConfig lists every knob. Bit-for-bit
-reproducible for a given torch version and thread count (--threads, default 1; 2 is faster, other bits).
+reproducible for a given torch version and thread count (--threads, default 2).
 """
 
 from __future__ import annotations

@@ -157,6 +157,11 @@ def test_disjoint_one_of_is_accepted_everywhere() -> None:
     for engine in ENGINES:
         prepare_schema(by_type, engine=engine)
         prepare_schema(by_const, engine=engine)
+    # without "type": "object" a string matches both branches (oneOf fails, anyOf would pass): refused
+    untyped = {"oneOf": [{"properties": {"k": {"const": "a"}}, "required": ["k"]},
+                         {"properties": {"k": {"const": "b"}}, "required": ["k"]}]}
+    with pytest.raises(UnsupportedKeyword):
+        prepare_schema(untyped, engine="xgrammar")
 
 
 def test_llguidance_compile_time_refusal_is_an_unsupported_keyword(bpe_tokenizer: Any) -> None:

@@ -153,7 +153,7 @@ class _Walker:
         if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
             self._unsupported(node, "multipleOf", path,
                               'xgrammar enforces multipleOf on integers only; add "type": "integer"')
-        if "oneOf" in node and self.engine != "llguidance" and not _disjoint(node["oneOf"], self.root):
+        if "oneOf" in node and self.engine != "llguidance" and not _disjoint(node["oneOf"], self.root, node):
             if self.dropped is not None:
                 self.dropped.append(f"{path}/oneOf")
                 node["anyOf"] = node.pop("oneOf")
@@ -299,7 +299,7 @@ def _discriminators(branch: Any) -> dict[str, set[str]]:
     return out
 
 
-def _disjoint(branches: Any, root: Any) -> bool:
+def _disjoint(branches: Any, root: Any, parent: Mapping[str, Any]) -> bool:
     """True when no JSON value can match two branches of a oneOf (a conservative check)."""
     if not isinstance(branches, list):
         return False
@@ -309,8 +309,10 @@ def _disjoint(branches: Any, root: Any) -> bool:
                     for t in types if t is not None]
         if all(not (expanded[i] & expanded[j]) for i in range(len(expanded)) for j in range(i)):
             return True
+    # a discriminating property only separates objects: anything else would match every branch
+    objects_only = parent.get("type") == "object" or all(t == {"object"} for t in types)
     discs = [_discriminators(b) for b in branches]
-    if not discs or not all(discs):
+    if not objects_only or not discs or not all(discs):
         return False
     common = set(discs[0]).intersection(*discs[1:])
     pairs = [(i, j) for i in range(len(discs)) for j in range(i)]

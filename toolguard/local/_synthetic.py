@@ -47,6 +47,8 @@ TOOLS_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
 
 #: Fraction of each value pool kept out of training (by stable hash of the value).
 HELDOUT_FRACTION = 0.2
+#: Fraction of string values that are invented words instead of pool values (train and test alike).
+INVENTED_FRACTION = 1 / 3
 
 
 def _words(text: str) -> list[str]:
@@ -130,14 +132,42 @@ def _in_split(value: str, split: Split) -> bool:
     return heldout if split == "test" else not heldout
 
 
+_CONSONANTS, _VOWELS = "bcdfghjklmnprstvwz", "aeiou"
+_EXTENSIONS = [".txt", ".md", ".csv", ".json", ".log", ".py", ".yaml"]
+_TLDS = [".com", ".org", ".io", ".net", ".dev"]
+
+
+def _invented_word(rng: random.Random) -> str:
+    """A pronounceable word no pool holds ("tavolen"): the model must copy it, it cannot recall it."""
+    return "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(rng.randint(2, 3))) + (
+        rng.choice(_CONSONANTS) if rng.random() < 0.5 else ""
+    )
+
+
+def _invented(rng: random.Random, style: str) -> str:
+    if style == "Name":  # a city, a title
+        words = [_invented_word(rng).capitalize() for _ in range(1 if rng.random() < 0.75 else 2)]
+        return " ".join(words)
+    if style == "file":
+        return _invented_word(rng) + rng.choice(_EXTENSIONS)
+    if style == "host":
+        return _invented_word(rng) + rng.choice(_TLDS)
+    return _invented_word(rng)
+
+
 class _Pools:
-    """Value pools restricted to a split (the test split also draws any value half the time)."""
+    """Value pools for a split. Training draws invented values (``_invented``) ``INVENTED_FRACTION`` of the
+    time, so the model learns to copy values from the request rather than recall a known list; the test split
+    draws a third seen values, a third held-out values, a third invented ones."""
 
     def __init__(self, split: Split) -> None:
         self.split = split
 
-    def pick(self, rng: random.Random, pool: Sequence[str]) -> str:
-        if self.split == "test" and rng.random() < 0.5:
+    def pick(self, rng: random.Random, pool: Sequence[str], style: str | None = None) -> str:
+        roll = rng.random()
+        if style is not None and roll < INVENTED_FRACTION:
+            return _invented(rng, style)
+        if self.split == "test" and roll > 2 / 3:
             return rng.choice(list(pool))
         candidates = [v for v in pool if _in_split(v, self.split)] or list(pool)
         return rng.choice(candidates)
@@ -179,7 +209,7 @@ def _unit_phrase(rng: random.Random) -> tuple[str, str | None]:
 
 
 def _get_weather(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
-    city = p.pick(rng, _CITIES)
+    city = p.pick(rng, _CITIES, "Name")
     unit_txt, unit = _unit_phrase(rng)
     text = rng.choice(
         _words(
@@ -195,7 +225,7 @@ def _get_weather(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
 
 
 def _get_forecast(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
-    city = p.pick(rng, _CITIES)
+    city = p.pick(rng, _CITIES, "Name")
     unit_txt, unit = _unit_phrase(rng)
     roll = rng.random()
     if roll < 0.75:
@@ -249,7 +279,7 @@ def _time(rng: random.Random) -> tuple[str, str]:
 
 
 def _create_event(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
-    title = p.pick(rng, _TITLES)
+    title = p.pick(rng, _TITLES, "Name")
     date_txt, date = _date(rng)
     time_txt, hhmm = _time(rng)
     parts = [
@@ -261,7 +291,7 @@ def _create_event(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
     parts.append(rng.choice([f"for {minutes} minutes", f"lasting {minutes} minutes", f"({minutes} min)"]))
     args: dict[str, Any] = {"title": title, "start": f"{date}T{hhmm}:00Z", "duration_minutes": minutes}
     if rng.random() < 0.3:
-        people = [f"{name}@{rng.choice(_DOMAINS)}" for name in rng.sample(_PEOPLE, rng.randint(1, 2))]
+        people = [f"{p.pick(rng, _PEOPLE, 'word')}@{rng.choice(_DOMAINS)}" for _ in range(rng.randint(1, 2))]
         args["attendees"] = people
         parts.append("with " + " and ".join(people))
     text = " ".join(parts) + rng.choice([".", "", " please.", "!"])
@@ -291,8 +321,8 @@ def _cancel_event(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
 
 
 def _path(rng: random.Random, p: _Pools) -> str:
-    name = p.pick(rng, _FILES)
-    return name if rng.random() < 0.4 else p.pick(rng, _DIRS) + "/" + name
+    name = p.pick(rng, _FILES, "file")
+    return name if rng.random() < 0.4 else p.pick(rng, _DIRS, "word") + "/" + name
 
 
 def _read_file(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
@@ -313,7 +343,7 @@ def _read_file(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
 
 
 def _write_file(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
-    path, content = _path(rng, p), p.pick(rng, _CONTENTS)
+    path, content = _path(rng, p), p.pick(rng, _CONTENTS, "word")
     if rng.random() < 0.25:
         text = rng.choice(["Overwrite {f} with '{c}'", 'replace the contents of {f} with "{c}"']).format(
             f=path, c=content
@@ -331,7 +361,7 @@ def _write_file(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
 def _list_dir(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
     if rng.random() < 0.2:
         return rng.choice(["list the files here", "What's in the current directory?", "ls"]), {"path": "."}
-    d = p.pick(rng, _DIRS)
+    d = p.pick(rng, _DIRS, "word")
     text = rng.choice(
         _words(
             "list files in {d}|What files are in {d}?|Show me the contents of {d}.|ls {d}|"
@@ -342,7 +372,9 @@ def _list_dir(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
 
 
 def _url(rng: random.Random, p: _Pools) -> str:
-    return rng.choice(["https://", "https://", "http://"]) + p.pick(rng, _HOSTS) + rng.choice(_URL_PATHS)
+    return (
+        rng.choice(["https://", "https://", "http://"]) + p.pick(rng, _HOSTS, "host") + rng.choice(_URL_PATHS)
+    )
 
 
 def _http_get(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
@@ -362,7 +394,7 @@ def _http_get(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
 def _http_post(rng: random.Random, p: _Pools) -> tuple[str, dict[str, Any]]:
     url = _url(rng, p)
     body = {
-        k: (rng.choice(_JSON_WORDS) if rng.random() < 0.6 else rng.randint(0, 99))
+        k: (p.pick(rng, _JSON_WORDS, "word") if rng.random() < 0.6 else rng.randint(0, 99))
         for k in rng.sample(_JSON_KEYS, rng.randint(1, 2))
     }
     text = rng.choice(["POST {b} to {u}", "send {b} to {u}", "Post the JSON {b} to {u}."]).format(
@@ -581,7 +613,7 @@ class _Generator:
     def offered(self, name: str) -> list[dict[str, Any]]:
         """The tool list: the set holding ``name``, sometimes with other sets, in random order."""
         home = self.home[name]
-        chosen = [home] + [s for s in self.sets if s != home and self.rng.random() < 0.3]
+        chosen = [home] + [s for s in self.sets if s != home and self.rng.random() < 0.5]
         self.rng.shuffle(chosen)
         return [t for s in chosen for t in self.sets[s]]
 
@@ -688,11 +720,11 @@ class _Generator:
         name, text, args = self.request(self.names)
         tools = self.offered(name)
         messages.append({"role": "user", "content": text})
-        if roll < 0.4:  # the call alone: the skill that matters most, at a third of the tokens
+        if roll < 0.55:  # the call alone: the skill that matters most, at a third of the tokens
             self.tool_turn(name, args, messages, untrained, answer=False)
             return Dialogue(messages, tools, frozenset(untrained))
         self.tool_turn(name, args, messages, untrained)
-        if roll > 0.88:  # a second request in the same conversation, from the offered tools
+        if roll > 0.9:  # a second request in the same conversation, from the offered tools
             offered = [n for n in (t["function"]["name"] for t in tools) if n in _MAKERS]
             name2, text2, args2 = self.request(offered)
             messages.append({"role": "user", "content": text2})
