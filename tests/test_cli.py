@@ -20,7 +20,12 @@ def test_version() -> None:
 def test_validate_accepts_valid_document() -> None:
     result = CliRunner().invoke(
         main,
-        ["validate", "--schema", str(SAMPLES / "book_flight.schema.json"), str(SAMPLES / "book_flight.valid.json")],
+        [
+            "validate",
+            "--schema",
+            str(SAMPLES / "book_flight.schema.json"),
+            str(SAMPLES / "book_flight.valid.json"),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("valid:")
@@ -30,7 +35,12 @@ def test_validate_reports_offset_path_and_reason() -> None:
     doc = (SAMPLES / "book_flight.invalid.json").read_text()
     result = CliRunner().invoke(
         main,
-        ["validate", "--schema", str(SAMPLES / "book_flight.schema.json"), str(SAMPLES / "book_flight.invalid.json")],
+        [
+            "validate",
+            "--schema",
+            str(SAMPLES / "book_flight.schema.json"),
+            str(SAMPLES / "book_flight.invalid.json"),
+        ],
     )
     assert result.exit_code == 1, result.output
     # "passengers": 12 exceeds the maximum of 9 at its second digit: 1 could still become 1..9, 12 cannot.

@@ -37,6 +37,14 @@ def test_all_is_sorted_and_complete() -> None:
         assert hasattr(toolguard, name), name
 
 
+def test_all_matches_the_modules_public_names() -> None:
+    from toolguard import _exceptions, _executor, _guard, _loop, _runaway, _stream, _tools, sdk
+
+    modules = (_exceptions, _executor, _guard, _loop, _runaway, _stream, _tools, sdk)
+    expected = {name for module in modules for name in module.__all__} | {"__version__"}
+    assert set(toolguard.__all__) == expected
+
+
 def test_public_classes_read_as_toolguard() -> None:
     assert toolguard.StreamValidator.__module__ == "toolguard"
     assert repr(toolguard.ToolSet([])) == "ToolSet([])"

@@ -1,9 +1,9 @@
 """The toolguard exception tree.
 
-Exceptions are for misuse, bad configuration or schemas, and infrastructure. Model misbehaviour (a rejected
-tool call, a runaway generation, a fabricated or truncated call, a failed tool run) is *data*: it comes back as
-a ``Verdict``, a ``Runaway`` or an ``ExecutionRecord`` status, never as an exception from the sans-IO core.
-The SDK wrapper raises the ``GuardError`` family only once its retries are spent.
+Exceptions are for misuse, bad configuration or schemas, and infrastructure. Model misbehaviour (a
+rejected tool call, a runaway generation, a fabricated or truncated call, a failed tool run) is *data*: it
+comes back as a ``Verdict``, a ``Runaway`` or an ``ExecutionRecord`` status, never as an exception from
+the sans-IO core. The SDK wrapper raises the ``GuardError`` family only once its retries are spent.
 
     ToolguardError
     ├── SchemaError (ValueError)

@@ -1,8 +1,8 @@
 """The ``toolguard`` command: validate | proxy | serve | demo | fuzz.
 
-Each subcommand only parses options and calls a keyword-only Python function, so the CLI and the Python API
-share one path (uvicorn's ``main``/``run`` split). Heavy imports happen inside the subcommand. Options can also
-come from the environment: ``TOOLGUARD_<COMMAND>_<OPTION>`` (click's ``auto_envvar_prefix``).
+Each subcommand only parses options and calls a keyword-only Python function, so the CLI and the Python
+API share one path (uvicorn's ``main``/``run`` split). Heavy imports happen inside the subcommand. Options can
+also come from the environment: ``TOOLGUARD_<COMMAND>_<OPTION>`` (click's ``auto_envvar_prefix``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ EXIT_MISSING_EXTRA = 3
 
 def _need_extra(extra: str, exc: ImportError) -> None:
     click.echo(
-        f"this command needs toolguard[{extra}] ({exc.name or exc}): pip install 'toolguard[{extra}]'", err=True
+        f"this command needs toolguard[{extra}] ({exc.name or exc}): pip install 'toolguard[{extra}]'",
+        err=True,
     )
     sys.exit(EXIT_MISSING_EXTRA)
 
@@ -38,8 +39,13 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--schema", "schema_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="JSON Schema file (or an OpenAI tool JSON: its function.parameters is used).")
+@click.option(
+    "--schema",
+    "schema_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON Schema file (or an OpenAI tool JSON: its function.parameters is used).",
+)
 @click.option("--chunk-size", default=16, show_default=True, help="Feed the document in chunks of this size.")
 @click.argument("document", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 def validate(schema_path: str, chunk_size: int, document: str) -> None:
@@ -68,7 +74,8 @@ def run_validate(*, schema: Any, text: str, chunk_size: int = 16, echo: Any = pr
         err = verdict.error
         line = text.count("\n", 0, err.offset) + 1
         col = err.offset - (text.rfind("\n", 0, err.offset) + 1) + 1
-        reason = err.message if err.message.startswith(err.path or "/") else f"{err.path or '/'}: {err.message}"
+        where = err.path or "/"
+        reason = err.message if err.message.startswith(where) else f"{where}: {err.message}"
         echo(f"rejected at offset {err.offset} (line {line}, column {col}): {reason}")
         snippet_start = max(0, err.offset - 30)
         echo("  " + text[snippet_start : err.offset + 1].replace("\n", " "))
@@ -113,16 +120,36 @@ def proxy(ctx: click.Context, config_file: str | None, print_config: bool, **opt
 
 
 @main.command()
-@click.option("--target", default="all", show_default=True,
-              type=click.Choice(["stream", "grammar", "runaway", "formats", "sse", "proxy", "all"]),
-              help="What to attack; 'all' shares the time among every target that can run here.")
-@click.option("--time", "time_budget", default=60.0, show_default=True, type=click.FloatRange(min=0),
-              help="Total time budget in seconds.")
+@click.option(
+    "--target",
+    default="all",
+    show_default=True,
+    type=click.Choice(["stream", "grammar", "runaway", "formats", "sse", "proxy", "all"]),
+    help="What to attack; 'all' shares the time among every target that can run here.",
+)
+@click.option(
+    "--time",
+    "time_budget",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Total time budget in seconds.",
+)
 @click.option("--seed", type=int, default=None, help="Run seed (reproducible runs); random when omitted.")
-@click.option("--findings", "findings_dir", default=".toolguard-fuzz/findings", show_default=True,
-              type=click.Path(file_okay=False), help="Where findings are written, one JSON case each.")
-@click.option("--replay", multiple=True, type=click.Path(exists=True),
-              help="Instead of fuzzing, re-check finding files (or folders of them); repeatable.")
+@click.option(
+    "--findings",
+    "findings_dir",
+    default=".toolguard-fuzz/findings",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where findings are written, one JSON case each.",
+)
+@click.option(
+    "--replay",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Instead of fuzzing, re-check finding files (or folders of them); repeatable.",
+)
 def fuzz(
     target: str, time_budget: float, seed: int | None, findings_dir: str, replay: tuple[str, ...]
 ) -> None:
@@ -132,20 +159,32 @@ def fuzz(
     """
     from ._fuzz._cli import fuzz_main
 
-    sys.exit(fuzz_main(target=target, time_budget=time_budget, seed=seed, findings_dir=findings_dir,
-                       replay=replay))
+    sys.exit(
+        fuzz_main(target=target, time_budget=time_budget, seed=seed, findings_dir=findings_dir, replay=replay)
+    )
 
 
 @main.command()
-@click.option("--model", "model_path", default=None, type=click.Path(exists=True, file_okay=False),
-              help="A local transformers model folder (default: the embedded demo model).")
+@click.option(
+    "--model",
+    "model_path",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="A local transformers model folder (default: the embedded demo model).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
 @click.option("--engine", default=None, help="Grammar engine: llguidance (default), xgrammar or outlines.")
 @click.option("--model-name", default=None, help="Model id in /v1/models (default: the folder name).")
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
-def serve(model_path: str | None, host: str, port: int, engine: str | None, model_name: str | None,
-          threads: int | None) -> None:
+def serve(
+    model_path: str | None,
+    host: str,
+    port: int,
+    engine: str | None,
+    model_name: str | None,
+    threads: int | None,
+) -> None:
     """Serve a local model as an OpenAI-compatible endpoint with guarded tool calls.
 
     POST /v1/chat/completions (stream and non-stream, tools, tool_choice), GET /v1/models, GET /health.
@@ -158,16 +197,22 @@ def serve(model_path: str | None, host: str, port: int, engine: str | None, mode
     from ._exceptions import ConfigError
 
     try:
-        run_serve(model=model_path, host=host, port=port, engine=engine, model_name=model_name,
-                  threads=threads)
+        run_serve(
+            model=model_path, host=host, port=port, engine=engine, model_name=model_name, threads=threads
+        )
     except ConfigError as exc:
         click.echo(f"toolguard serve: {exc}", err=True)
         sys.exit(EXIT_USAGE)
 
 
 @main.command()
-@click.option("--model", "model_path", default=None, type=click.Path(exists=True, file_okay=False),
-              help="A model folder trained like the embedded one (default: the embedded demo model).")
+@click.option(
+    "--model",
+    "model_path",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="A model folder trained like the embedded one (default: the embedded demo model).",
+)
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
 def demo(model_path: str | None, threads: int | None) -> None:
     """Run the embedded demo model in an agent loop with real tools: proposals, validation, execution
