@@ -109,7 +109,7 @@ class TrainConfig:
     heads: int = 4
     kv_heads: int = 4
     intermediate_size: int = 384
-    steps: int = 2200
+    steps: int = 1800
     batch_size: int = 16
     lr: float = 4e-3
     warmup: int = 100
@@ -145,16 +145,19 @@ def _prose(seed: int) -> list[str]:
 
 
 def build_demo_tokenizer(texts: Sequence[str], *, vocab_size: int) -> PreTrainedTokenizerFast:
-    """A byte-level BPE like ``_fixtures.build_tokenizer`` (same special and added tokens, same ids), but
-    splitting digits one by one, so the model copies numbers digit by digit."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    """A byte-level BPE like ``_fixtures.build_tokenizer`` (same special and added tokens, same ids), with a
+    pre-tokenizer made for copying: words, single digits, punctuation runs and whitespace runs are separate
+    pieces, so a space never merges into the word after it. "Paris" is then the same token in the request
+    (``in Paris``) and in the call (``"city": "Paris"``), and filling an argument is an identity copy, which a
+    small model learns in minutes; GPT-2's `` Paris`` vs ``Paris`` would need a learned mapping per word."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+            pre_tokenizers.Split(Regex(r"\p{L}+|\p{N}|[^\s\p{L}\p{N}]+|\s+"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
     tok.decoder = decoders.ByteLevel()
