@@ -2,7 +2,7 @@
 
 The judges are checked on hand-written responses (a stream without ``[DONE]``, an error event that is not
 last, an invalid tool call delivered), so a clean fuzz run means the proxy passed, not that nothing looked.
-Schemathesis is not used: the proxy serves no OpenAPI description to drive it.
+Schemathesis drives the client side from the proxy's OpenAPI description: test_proxy_schemathesis.py.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ class Policy:
       stream. ``None`` takes the wrapped client's own ``max_retries`` (whose retries are switched off so they
       are not counted twice), else 2. Waits honour ``Retry-After`` up to ``max_retry_after`` [60 s] (a longer
       demand is not waited for: the error is raised), else ``backoff_initial`` [0.5 s] doubled per retry up
-      to ``backoff_max`` [8 s].
+      to ``backoff_max`` [8 s], times a random factor in ``[1 - backoff_jitter, 1]`` [0.5] so that clients
+      failed by one outage do not all come back at the same instant.
     - ``max_attempts`` [6]: all attempts of one request together.
     - ``stream`` ["hold"]: in a stream, ``"hold"`` keeps tool-call deltas back until the attempt ended with a
       usable verdict, so a retry is invisible to the caller (content deltas are released as they arrive);
@@ -61,6 +62,7 @@ class Policy:
     max_tokens_cap: int = 32_768
     backoff_initial: float = 0.5
     backoff_max: float = 8.0
+    backoff_jitter: float = 0.5
     max_retry_after: float = 60.0
     limits: GuardLimits = DEFAULT_GUARD_LIMITS
     detector: RunawayConfig | None = None
@@ -71,6 +73,8 @@ class Policy:
             value = getattr(self, f.name)
             if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
                 raise ConfigError(f"Policy.{f.name} must not be negative, got {value!r}")
+        if self.backoff_jitter > 1:
+            raise ConfigError(f"Policy.backoff_jitter must be within [0, 1], got {self.backoff_jitter!r}")
         if self.max_attempts < 1:
             raise ConfigError("Policy.max_attempts must be at least 1")
         if self.stream not in ("hold", "pass"):

@@ -43,6 +43,7 @@ O(attempts); re-asks carry only the latest failed turn, so the prompt grows by o
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -65,6 +66,8 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 #: Default upstream retries when neither the policy nor the wrapped client says.
 DEFAULT_UPSTREAM_RETRIES = 2
 
+#: The source of backoff jitter (``Policy.backoff_jitter``); not for anything secret.
+_JITTER = random.Random()
 _REASK_KINDS = frozenset({"rejected", "unknown_tool", "call_in_content", "missing_call", "fabricated"})
 
 
@@ -252,10 +255,7 @@ class RetryFlow:
                     runaway is None
                     or policy.runaway.should_retry(runaway, retry, prompt=prompt_texts(self.body))
                 ):
-                    sampling: dict[str, Any] = {
-                        k: self.body[k] for k in ("temperature", "seed") if k in self.body
-                    }
-                    changes = policy.runaway.retry_params(sampling, retry)
+                    changes = policy.runaway.retry_params(sampling_params(self.body), retry)
                     next_body = {**body, **changes}
             else:  # truncated
                 reason, budget = "truncated", policy.max_truncation_retries
@@ -277,7 +277,8 @@ class RetryFlow:
             if failure.retry_after > policy.max_retry_after:
                 return None
             return max(0.0, failure.retry_after)
-        return float(min(policy.backoff_max, policy.backoff_initial * 2 ** (retry - 1)))
+        base = min(policy.backoff_max, policy.backoff_initial * 2 ** (retry - 1))
+        return float(base * (1.0 - policy.backoff_jitter * _JITTER.random()))
 
 
 def _describe(error: BaseException) -> str:
@@ -371,6 +372,21 @@ def prompt_texts(body: Mapping[str, Any]) -> list[str]:
                 if isinstance(text, str):
                     texts.append(text)
     return texts
+
+
+def sampling_params(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's ``temperature`` (a finite number) and ``seed`` (an integer), those it has, for
+    ``RunawayPolicy.retry_params``. A value of another type is the upstream's to refuse, never ours to compute
+    with: it is left out, so the retry sets its own (a string or list ``seed`` would otherwise be repeated a
+    million times)."""
+    out: dict[str, Any] = {}
+    temperature = body.get("temperature")
+    if isinstance(temperature, (int, float)) and type(temperature) is not bool and math.isfinite(temperature):
+        out["temperature"] = temperature
+    seed = body.get("seed")
+    if type(seed) is int:
+        out["seed"] = seed
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ truncation

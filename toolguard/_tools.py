@@ -82,6 +82,12 @@ def _check_schema(schema: Any, tool: str) -> None:
 
     if isinstance(schema, bool):
         return
+    declared_draft = schema.get("$schema")
+    if declared_draft is not None and not isinstance(declared_draft, str):
+        # jsonschema's validator_for would fail on it with an AttributeError, not a SchemaError.
+        raise SchemaError(
+            f"$schema must be a metaschema URI (a string), got {declared_draft!r}", path="/$schema", tool=tool
+        )
     draft = detect_draft(schema)
     cls = validator_for(schema, default=validator_for({"$schema": _DRAFT_URI[draft]}))
     try:

@@ -160,10 +160,20 @@ def test_upstream_429_backs_off_as_told_then_retries() -> None:
 
 def test_upstream_backoff_doubles_without_retry_after_and_is_bounded() -> None:
     fail = UpstreamFailure(Boom("500"), 500)
-    _, _, sleeps = drive(RetryFlow(BODY, upstream_retries=3), [fail, fail, fail, GOOD])
+    exact = Policy(backoff_jitter=0)
+    _, _, sleeps = drive(RetryFlow(BODY, policy=exact, upstream_retries=3), [fail, fail, fail, GOOD])
     assert sleeps == [0.5, 1.0, 2.0]
     with pytest.raises(Boom):
         drive(RetryFlow(BODY, upstream_retries=1), [fail, fail])
+
+
+def test_upstream_backoff_is_jittered_within_its_band() -> None:
+    # clients failed by one outage must not all come back at the same instant
+    fail = UpstreamFailure(Boom("503"), 503)
+    delays = [drive(RetryFlow(BODY, upstream_retries=1), [fail, GOOD])[2][0] for _ in range(40)]
+    assert all(0.25 <= d <= 0.5 for d in delays) and len(set(delays)) > 30
+    with pytest.raises(ConfigError):
+        Policy(backoff_jitter=1.5)
 
 
 def test_not_retryable_status_and_too_long_retry_after_raise_at_once() -> None:

@@ -143,6 +143,18 @@ def test_engine_specific_refusals(engine: str, schema: Any, keyword: str) -> Non
     assert info.value.keyword == keyword and info.value.engine == engine
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_integers_engines_would_round_are_refused(engine: str) -> None:
+    # llguidance emits 9007199254740992 for enum [9007199254740993] (a fuzz finding: tests/regressions)
+    for schema, keyword in (({"enum": [1, 2**53 + 1]}, "enum"), ({"const": {"id": -(2**60)}}, "const"),
+                            ({"enum": [[83053283483773693123]]}, "enum")):
+        with pytest.raises(UnsupportedKeyword) as info:
+            prepare_schema(schema, engine=engine)
+        assert info.value.keyword == keyword and "2**53" in str(info.value.__notes__)
+    # up to 2**53 every engine is exact; booleans are not integers here
+    assert prepare_schema({"enum": [2**53, -(2**53), True, 0.5]}, engine=engine)["enum"][0] == 2**53
+
+
 def test_non_standard_formats_are_annotations() -> None:
     for engine in ENGINES:
         assert prepare_schema({**S, "format": "int64"}, engine=engine) == S

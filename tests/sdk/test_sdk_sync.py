@@ -183,7 +183,8 @@ def test_a_client_error_is_raised_at_once(client: Any, upstream: ScriptedUpstrea
 def test_a_broken_stream_is_retried_invisibly(client: Any, upstream: ScriptedUpstream, broken: Reply) -> None:
     events: list[Any] = []
     upstream.script(broken, h.good())
-    wrapped = toolguard.wrap(client, on_event=events.append, policy=Policy(backoff_initial=0.01))
+    exact = Policy(backoff_initial=0.01, backoff_jitter=0)
+    wrapped = toolguard.wrap(client, on_event=events.append, policy=exact)
     _, calls, finish = ask(wrapped, stream=True)
     assert len(calls) == 1 and calls[0]["arguments"] == h.GOOD_ARGS and finish == "tool_calls"
     assert [e.kind for e in events].count("upstream_error") == 1

@@ -150,6 +150,11 @@ class _Walker:
                 self._unsupported(node, "format", path, note)
         if self.engine != "llguidance" and _may_be_string(node):
             self._string_combinations(node, path)
+        for key in ("enum", "const"):
+            if key in node and _has_big_integer(node[key]):
+                note = (f"{self.engine} reads integers beyond 2**53 in {key} as floats and would emit a "
+                        "different number (RFC 8259 calls such integers non-interoperable)")
+                self._unsupported(node, key, path, note)
         if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
             self._unsupported(node, "multipleOf", path,
                               'xgrammar enforces multipleOf on integers only; add "type": "integer"')
@@ -248,6 +253,23 @@ class _Walker:
                 and not {"additionalProperties", "patternProperties", "unevaluatedProperties",
                          "allOf", "anyOf", "oneOf", "$ref"} & node.keys()):
             node["additionalProperties"] = False
+
+
+#: Beyond this magnitude an integer does not survive a trip through an IEEE double (RFC 8259, section 6).
+_EXACT_INTEGER_LIMIT = 2**53
+
+
+def _has_big_integer(value: Any, depth: int = 0) -> bool:
+    """True if ``value`` holds an integer an engine would round (``9007199254740993`` becomes ...992)."""
+    if isinstance(value, bool) or depth > 64:
+        return False
+    if isinstance(value, int):
+        return abs(value) > _EXACT_INTEGER_LIMIT
+    if isinstance(value, list):
+        return any(_has_big_integer(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_has_big_integer(v, depth + 1) for v in value.values())
+    return False
 
 
 def _may_be_string(node: Mapping[str, Any]) -> bool:

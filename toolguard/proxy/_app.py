@@ -1,19 +1,23 @@
 """The proxy as a pure ASGI application.
 
-Theory of operation. ``ProxyApp.__call__`` routes on the path: ``/healthz`` and ``/metrics`` answer locally,
-``POST /v1/chat/completions`` goes through the guarded flow (``_chat``), any other ``/v1/*`` request is passed
-through (body streamed both ways, hop-by-hop headers dropped). Every request runs inside ``_Responder``: a
-class wrapping ``send`` that records the status (for metrics), whether the response started and whether it
-finished, and a watcher task that waits on ``receive`` for ``http.disconnect`` and cancels the work when the
-client leaves; cancelling closes the upstream response, which closes the upstream connection, which stops the
-generation. The finally-clause guarantees one terminal response per request: a JSON error if nothing was sent
-yet, an OpenAI-format error event if an SSE stream was open. Text/event-stream bodies are never buffered or
-compressed. Per request the proxy does O(1) work beyond the bytes it moves and the Guard's own (linear) work.
+Theory of operation. ``ProxyApp.__call__`` routes on the path: ``/healthz``, ``/metrics`` and
+``/openapi.json`` (the OpenAPI description of these routes, ``openapi.json`` beside this module) answer
+locally, ``POST /v1/chat/completions`` goes through the guarded flow (``_chat``), any other ``/v1/*`` request
+is passed through (body streamed both ways, hop-by-hop headers dropped). Every request runs inside
+``_Responder``: a class wrapping ``send`` that records the status (for metrics), whether the response started
+and whether it finished, and a watcher task that waits on ``receive`` for ``http.disconnect`` and cancels the
+work when the client leaves; cancelling closes the upstream response, which closes the upstream connection,
+which stops the generation. The finally-clause guarantees one terminal response per request: a JSON error if
+nothing was sent yet, an OpenAI-format error event if an SSE stream was open. Text/event-stream bodies are
+never buffered or compressed. Per request the proxy does O(1) work beyond the bytes it moves and the Guard's
+own (linear) work.
 """
 
 from __future__ import annotations
 
+import functools
 import hmac
+import importlib.resources
 import logging
 from collections import OrderedDict
 from typing import Any
@@ -133,9 +137,15 @@ class ProxyApp:
             text = self.metrics.render().encode()
             await send_bytes(send, 200, text, content_type=b"text/plain; version=0.0.4; charset=utf-8")
             return "metrics"
+        if path == "/openapi.json":
+            await send_bytes(send, 200, _openapi(), content_type=b"application/json")
+            return "openapi"
         if not (path == "/v1" or path.startswith("/v1/")):
             await send_error(
-                send, 404, f"no route {path}; the proxy serves /v1/*, /healthz and /metrics", code="not_found"
+                send,
+                404,
+                f"no route {path}; the proxy serves /v1/*, /healthz, /metrics and /openapi.json",
+                code="not_found",
             )
             return "other"
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
@@ -264,6 +274,12 @@ class ProxyApp:
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
+
+
+@functools.cache
+def _openapi() -> bytes:
+    """The OpenAPI description of what the proxy serves (``openapi.json`` beside this module), read once."""
+    return (importlib.resources.files("toolguard.proxy") / "openapi.json").read_bytes()
 
 
 async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

@@ -1,9 +1,12 @@
 """Request limits: what a client may ask the proxy to hold and validate.
 
 Every cap is a named default, gathered in ``RequestLimits``. ``check_chat_request`` walks the request once,
-O(size of the tools section), before any schema is compiled, so an oversized or absurdly nested schema is
-refused with a 400 before it can cost CPU. What a schema *means* (remote ``$ref`` refused, regex and size
-limits) is the validator's business: a ``SchemaError`` it raises becomes a 400 too, in ``_app``.
+O(size of the request without its tools), and ``check_tools`` walks the tools (only when a ``tools`` JSON is
+new to the proxy's cache), before any schema is compiled, so an oversized or absurdly nested schema is
+refused with a 400 before it can cost CPU. The nesting cap on the whole body (``max_body_depth``) keeps every
+later step that recurses (encoding the body for the upstream) far from Python's recursion limit. What a
+schema *means* (remote ``$ref`` refused, regex and size limits) is the validator's business: a
+``SchemaError`` it raises becomes a 400 too, in ``_app``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_BODY_DEPTH",
     "DEFAULT_MAX_MESSAGES",
     "DEFAULT_MAX_SCHEMA_BYTES",
     "DEFAULT_MAX_SCHEMA_DEPTH",
@@ -26,6 +30,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+#: JSON nesting of a whole chat request: well above a tool schema at ``DEFAULT_MAX_SCHEMA_DEPTH`` inside
+#: ``tools[i].function.parameters``, well below what ``json`` can encode before Python's recursion limit.
+DEFAULT_MAX_BODY_DEPTH = 128
 DEFAULT_MAX_TOOLS = 128
 DEFAULT_MAX_SCHEMA_BYTES = 64 * 1024
 DEFAULT_MAX_SCHEMA_DEPTH = 32
@@ -43,6 +50,7 @@ class RequestLimits:
     max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_upstream_body_bytes: int = DEFAULT_MAX_UPSTREAM_BODY_BYTES
+    max_body_depth: int = DEFAULT_MAX_BODY_DEPTH
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -74,6 +82,9 @@ def check_chat_request(body: Any, limits: RequestLimits) -> str | None:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         return "'tools' must be an array"
+    rest = {k: v for k, v in body.items() if k != "tools"}  # the tools are measured by check_tools
+    if _depth(rest, limits.max_body_depth) > limits.max_body_depth:
+        return f"the request body nests deeper than {limits.max_body_depth} levels"
     return None
 
 
@@ -83,6 +94,8 @@ def check_tools(tools: list[Any], limits: RequestLimits) -> str | None:
     Callers cache the answer per distinct ``tools`` JSON: the walk is O(size of the schemas)."""
     if len(tools) > limits.max_tools:
         return f"too many tools: {len(tools)} > {limits.max_tools} (raise max_tools in the proxy config)"
+    if _depth(tools, limits.max_body_depth - 1) > limits.max_body_depth - 1:  # 'tools' is one level down
+        return f"the request body nests deeper than {limits.max_body_depth} levels (in 'tools')"
     for i, entry in enumerate(tools):
         if not isinstance(entry, Mapping):
             return f"tools[{i}] must be an object"
