@@ -6,7 +6,7 @@
 ``LocalGenerator.chat`` returns an OpenAI-shaped ``chat.completion`` dict. The grammar makes every call valid
 JSON for its tool's schema, the turn ends right after the call, a call cut by ``max_new_tokens`` is reported
 as ``finish_reason="length"`` (never as a call), and the ``Executor`` runs what the model proposed. The
-embedded model is a ~2M-parameter demo model: it knows the example tools (weather, calendar, files, math,
+embedded model is a ~1.2M-parameter demo model: it knows the example tools (weather, calendar, files, math,
 http) and little else.
 """
 

@@ -1,8 +1,9 @@
-"""Train toolguard's embedded demo model (tokenizer + ~2M-parameter Llama) on CPU, reproducibly.
+"""Train toolguard's embedded demo model (tokenizer + ~1.2M-parameter Llama) on CPU, reproducibly.
 
-    python scripts/train_demo_model.py                      # writes toolguard/_models/demo/ (about 10 min)
+    python scripts/train_demo_model.py                      # writes toolguard/_models/demo/ (about 13 min)
     python scripts/train_demo_model.py --out /tmp/demo --steps 200   # a quick, worse model
     python scripts/train_demo_model.py --eval-only          # accuracy and tokens/s of the shipped model
+    python benchmarks/demo_model.py                         # the same, as tables, with unseen values too
 
 Needs toolguard[local]. toolguard/local/_train.py says what it does; TrainConfig lists every knob. Bit-for-bit
 reproducible for a given torch version and thread count (--threads, default 2).

@@ -10,16 +10,6 @@ from click.testing import CliRunner
 
 from toolguard.cli import main
 
-# Model quality, not the code under test: see the reason. strict: passing again fails the run.
-DEMO_MODEL_ARGUMENTS = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the shipped demo model (1.2M parameters, trained 17 min) picks the right tool but not the argument"
-        " values: held-out argument accuracy 17.5% under the grammar, floor 50% (issue 8 open; retrain with"
-        " scripts/train_demo_model.py and drop this mark)"
-    ),
-)
-
 pytestmark = pytest.mark.local
 pytest.importorskip("torch")
 
@@ -36,7 +26,6 @@ def demo_run() -> tuple[object, str, float]:
     return summary, out.getvalue(), time.perf_counter() - start
 
 
-@DEMO_MODEL_ARGUMENTS
 def test_demo_shows_every_mechanism(demo_run: tuple[object, str, float]) -> None:
     summary, output, seconds = demo_run
     assert summary.requests == 5  # type: ignore[attr-defined]
@@ -46,10 +35,11 @@ def test_demo_shows_every_mechanism(demo_run: tuple[object, str, float]) -> None
     assert summary.records["ok"] >= 3  # type: ignore[attr-defined]
     assert summary.records["error"] >= 1  # type: ignore[attr-defined]  # the missing file
     assert summary.tokens_forced > 0  # type: ignore[attr-defined]
-    assert "Paris" in summary.answers[0]  # type: ignore[attr-defined]
-    assert "42" in summary.answers[1]  # type: ignore[attr-defined]  # 17 + 25, computed by the tool
+    assert all(summary.answers)  # type: ignore[attr-defined]  # every request ended with an answer
     for needle in (
-        "proposal: get_weather",
+        'proposal: get_weather({"city": "Paris"})',
+        'proposal: add({"a": 17, "b": 25})',
+        '{"result": 42}',  # computed by the tool, not by the model
         "validation: ✓",
         "executor: ok",
         "validation: ✗",

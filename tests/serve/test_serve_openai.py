@@ -15,16 +15,6 @@ pytestmark = pytest.mark.local
 pytest.importorskip("torch")
 openai = pytest.importorskip("openai")
 
-# Model quality, not the code under test: see the reason. strict: passing again fails the run.
-DEMO_MODEL_ARGUMENTS = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the shipped demo model (1.2M parameters, trained 17 min) picks the right tool but not the argument"
-        " values: held-out argument accuracy 17.5% under the grammar, floor 50% (issue 8 open; retrain with"
-        " scripts/train_demo_model.py and drop this mark)"
-    ),
-)
-
 
 @pytest.fixture(scope="module")
 def client(served: str) -> Any:
@@ -47,7 +37,6 @@ def test_health_and_models(served: str, client: Any) -> None:
     assert client.models.retrieve("toolguard-demo").owned_by == "toolguard"
 
 
-@DEMO_MODEL_ARGUMENTS
 def test_required_call_picks_the_sensible_tool(client: Any, weather: list[dict[str, Any]]) -> None:
     reply = client.chat.completions.create(
         model="toolguard-demo",
@@ -136,7 +125,6 @@ def test_cut_by_max_tokens_is_length_never_a_call(client: Any, weather: list[dic
     assert not choice.message.tool_calls
 
 
-@DEMO_MODEL_ARGUMENTS
 def test_stream_tool_call(client: Any, weather: list[dict[str, Any]]) -> None:
     stream = client.chat.completions.create(
         model="toolguard-demo",
@@ -219,7 +207,6 @@ def test_invalid_bodies_are_openai_style_400s(served: str, body: dict[str, Any],
     assert response.json()["error"]["param"] == param
 
 
-@DEMO_MODEL_ARGUMENTS
 def test_one_generation_at_a_time(client: Any, weather: list[dict[str, Any]]) -> None:
     results: list[Any] = []
 
@@ -233,15 +220,14 @@ def test_one_generation_at_a_time(client: Any, weather: list[dict[str, Any]]) ->
         )
         results.append(reply.choices[0].message.tool_calls[0].function)
 
-    threads = [threading.Thread(target=ask, args=(city,)) for city in ("Paris", "London", "Berlin")]
+    threads = [threading.Thread(target=ask, args=(city,)) for city in ("Paris", "London", "Rome")]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=120)
-    assert sorted(json.loads(f.arguments)["city"] for f in results) == ["Berlin", "London", "Paris"]
+    assert sorted(json.loads(f.arguments)["city"] for f in results) == ["London", "Paris", "Rome"]
 
 
-@DEMO_MODEL_ARGUMENTS
 def test_behind_the_toolguard_proxy(served: str, weather: list[dict[str, Any]], server_thread: Any) -> None:
     from toolguard.proxy import create_app
 

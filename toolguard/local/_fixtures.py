@@ -154,18 +154,28 @@ def build_tokenizer(
     min_frequency: int = 2,
     chat_template: str | None = CHAT_TEMPLATE,
     extra_tokens: Sequence[str] = TOOL_TOKENS,
+    pieces: str | None = None,
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE tokenizer on ``texts`` and wrap it for transformers.
 
     Special tokens take the first ids (``<|endoftext|>`` = 0, ``<|im_start|>`` = 1, ``<|im_end|>`` = 2);
     ``extra_tokens`` are added as non-special tokens after the learned merges. ``eos_token`` is
-    ``<|im_end|>`` (end of an assistant turn), ``pad_token`` is ``<|endoftext|>``.
+    ``<|im_end|>`` (end of an assistant turn), ``pad_token`` is ``<|endoftext|>``. ``pieces``, a regex,
+    replaces GPT-2's pre-tokenizer split: merges never cross the pieces it matches.
     """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pieces is None:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(pieces), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=max(vocab_size - len(extra_tokens), 300),

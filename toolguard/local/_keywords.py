@@ -15,7 +15,7 @@ schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema
    (xgrammar anchoring ``pattern``) are kept: what the grammar lets through is still valid.
 2. removes ``format`` names JSON Schema does not define (annotations nobody checks), and rewrites draft-4..7
    forms the engines misread (boolean ``exclusiveMinimum``/``exclusiveMaximum``, array
-   ``items`` with ``additionalItems``) into their 2020-12 equivalents;
+   ``items`` with ``additionalItems``) into their 2020-12 equivalents, declaring ``$schema`` 2020-12;
 3. optionally caps free strings (``max_string_length``) and closes objects that list ``properties``
    (``additionalProperties: false``), both of which only restrict generation.
 
@@ -158,6 +158,10 @@ class _Walker:
         if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
             self._unsupported(node, "multipleOf", path,
                               'xgrammar enforces multipleOf on integers only; add "type": "integer"')
+        elif self.engine == "xgrammar" and "multipleOf" in node and _BOUNDS & node.keys():
+            # xgrammar's own log: "range + multipleOf combination not yet supported; ignoring multipleOf"
+            self._unsupported(node, "multipleOf", path,
+                              "xgrammar ignores multipleOf on an integer that also has a minimum or maximum")
         if "oneOf" in node and self.engine != "llguidance" and not _disjoint(node["oneOf"], self.root, node):
             if self.dropped is not None:
                 self.dropped.append(f"{path}/oneOf")
@@ -188,6 +192,10 @@ class _Walker:
 
     @staticmethod
     def _rewrite_drafts(node: dict[str, Any]) -> None:
+        if isinstance(node.get("$schema"), str):
+            # the prepared schema is written in 2020-12 forms; left at draft-07, llguidance would read the
+            # prefixItems below as an unknown keyword and let any item through (a fuzz finding)
+            node["$schema"] = DRAFT_2020_12
         for bound, excl in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
             flag = node.get(excl)
             if isinstance(flag, bool):
@@ -254,6 +262,9 @@ class _Walker:
                          "allOf", "anyOf", "oneOf", "$ref"} & node.keys()):
             node["additionalProperties"] = False
 
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 
 #: Beyond this magnitude an integer does not survive a trip through an IEEE double (RFC 8259, section 6).
 _EXACT_INTEGER_LIMIT = 2**53

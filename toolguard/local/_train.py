@@ -2,11 +2,13 @@
 
 Theory of operation: ``train_demo_model`` draws synthetic dialogues (``_synthetic.generate_dialogues``),
 renders them with the demo chat template, trains a tokenizer on that text plus a little generated prose, then
-trains a randomly initialised ``LlamaForCausalLM`` with plain torch (AdamW, warmup + cosine decay) on the
-assistant tokens only (the loss mask covers everything between ``<|im_start|>assistant\\n`` and its
-``<|im_end|>``). Batches are drawn from length buckets to keep padding small. Every random choice is seeded
-(``random.Random``, ``torch.manual_seed``); with the same thread count the run is bit-for-bit repeatable. Cost
-is O(steps x batch x length) forward/backward passes; the defaults fit in about ten minutes on two cores.
+trains a randomly initialised ``LlamaForCausalLM`` with plain torch (AdamW, warmup + cosine decay). The loss
+covers assistant turns (weight 1), the arguments of their calls (``arguments_weight``: the values taken from
+the request are what is learned last) and tool results (``result_weight``: they repeat the call's values);
+never the user's words nor invalid proposals shown for a re-ask. Batches are drawn from length buckets to keep
+padding small. Every random choice is seeded (``random.Random``, ``torch.manual_seed``); with the same thread
+count and torch version the run is bit-for-bit repeatable. Cost is O(steps x batch x length) forward/backward
+passes: about 12 minutes on two idle cores with the defaults.
 
 The output folder holds ``config.json``, ``generation_config.json``, ``model.safetensors``, the tokenizer
 files, ``chat_template.jinja``, ``tools.json`` (the tool sets the model was trained on) and ``training.json``
@@ -24,15 +26,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._fixtures import END_OF_TEXT, IM_END, IM_START, TOOL_TOKENS
+from ._fixtures import END_OF_TEXT, IM_END, IM_START, TOOL_TOKENS, build_tokenizer
 from ._synthetic import (
     _SMALL_TALK,
     TOOLS_DIR,
     Dialogue,
     Example,
+    Split,
     generate_dialogues,
     generate_requests,
     load_tool_sets,
+    training_requests,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +48,7 @@ __all__ = [
     "build_demo_tokenizer",
     "evaluate_guarded",
     "evaluate_requests",
+    "heldout_requests",
     "train_demo_model",
 ]
 
@@ -90,11 +95,18 @@ DEMO_CHAT_TEMPLATE = (
 )
 
 _ASSISTANT_OPEN = f"{IM_START}assistant\n"
-# Token roles for the loss: assistant turns are the target; the rest (system prompt, tool list, user turns,
-# tool results) is trained with ``TrainConfig.context_weight``, which teaches the copying (values repeated
-# from a call into its result, from a result into the answer) that filling arguments needs; invalid proposals
-# shown for a re-ask are never trained.
-_ASSISTANT, _SKIPPED, _CONTEXT = 1, 0, 2
+# Token roles for the loss: assistant turns are the target. Tool results are trained with
+# ``TrainConfig.result_weight``: they repeat the call's values (``{"city": "Paris", ...`` after a call for
+# Paris), which teaches the copying that filling arguments needs. The rest (system prompt, user turns) is not
+# trained: requests hold values no model can predict, whose loss would only add noise; invalid proposals shown
+# for a re-ask are never trained.
+# The arguments of a call (``TrainConfig.arguments_weight``) weigh more than the rest of an assistant turn:
+# their structure is learned in a few hundred steps, their values (taken from the request) are what is left.
+# Answers (assistant turns without a call) weigh ``TrainConfig.answers_weight``: after a tool result they
+# repeat its values ("It is 18°C in Paris"), the same copying skill.
+_ASSISTANT, _SKIPPED, _CONTEXT, _RESULT, _ARGUMENTS, _ANSWER = 1, 0, 2, 3, 4, 5
+_RESULT_OPEN, _RESULT_CLOSE = "<tool_response>\n", "\n</tool_response>"
+_ARGUMENTS_OPEN, _CALL_CLOSE = '"arguments": ', "}\n" + TOOL_TOKENS[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +115,7 @@ class TrainConfig:
 
     seed: int = 0
     dialogues: int = 16_000
-    vocab_size: int = 3072
+    vocab_size: int = 4096
     hidden_size: int = 128
     layers: int = 4
     heads: int = 4
@@ -115,7 +127,10 @@ class TrainConfig:
     warmup: int = 100
     weight_decay: float = 0.05
     threads: int = 2
-    context_weight: float = 0.3
+    result_weight: float = 0.5
+    invented_fraction: float = 0.0
+    arguments_weight: float = 3.0
+    answers_weight: float = 1.0
     eval_requests: int = 200
 
 
@@ -146,40 +161,15 @@ def _prose(seed: int) -> list[str]:
 
 def build_demo_tokenizer(texts: Sequence[str], *, vocab_size: int) -> PreTrainedTokenizerFast:
     """A byte-level BPE like ``_fixtures.build_tokenizer`` (same special and added tokens, same ids), with a
-    pre-tokenizer made for copying: words, single digits, punctuation runs and whitespace runs are separate
-    pieces, so a space never merges into the word after it. "Paris" is then the same token in the request
-    (``in Paris``) and in the call (``"city": "Paris"``), and filling an argument is an identity copy, which a
-    small model learns in minutes; GPT-2's `` Paris`` vs ``Paris`` would need a learned mapping per word."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(r"\p{L}+|\p{N}|[^\s\p{L}\p{N}]+|\s+"), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
+    pre-tokenizer made for copying: words, digit runs (up to four digits), punctuation runs and whitespace
+    runs are separate pieces, so a space never merges into the word after it. "Paris" is then the same token
+    in the request (``in Paris``) and in the call (``"city": "Paris"``), and ``62`` or ``2025`` is one token
+    in both: filling an argument is then picking a token of the request, which a small model learns in
+    minutes, whereas copying digit by digit (an induction circuit) takes it far longer than the training
+    budget, and GPT-2's `` Paris`` vs ``Paris`` would need a learned mapping per word."""
+    return build_tokenizer(
+        texts, vocab_size, chat_template=DEMO_CHAT_TEMPLATE, pieces=r"\p{L}+|\p{N}{1,4}|[^\s\p{L}\p{N}]+|\s+"
     )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(TOOL_TOKENS),
-        min_frequency=2,
-        special_tokens=[END_OF_TEXT, IM_START, IM_END],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(texts, trainer)
-    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TOOL_TOKENS])
-    hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token=IM_END,
-        pad_token=END_OF_TEXT,
-        bos_token=None,
-        unk_token=None,
-        additional_special_tokens=[IM_START],
-    )
-    hf.chat_template = DEMO_CHAT_TEMPLATE
-    return hf
 
 
 # -- data --------------------------------------------------------------------------------------------
@@ -188,8 +178,10 @@ def build_demo_tokenizer(texts: Sequence[str], *, vocab_size: int) -> PreTrained
 def _encode(
     tokenizer: Any, text: str, *, max_len: int, skip: frozenset[int] = frozenset()
 ) -> tuple[list[int], list[int]]:
-    """Token ids and a role per token: ``ASSISTANT`` for the tokens of assistant turns (including their
-    ``<|im_end|>``), ``SKIPPED`` for assistant turns whose ordinal is in ``skip``, ``CONTEXT`` otherwise."""
+    """Token ids and a role per token: ``_ASSISTANT`` for the tokens of assistant turns (including their
+    ``<|im_end|>``), ``_ARGUMENTS`` inside their calls' arguments, ``_ANSWER`` for assistant turns without a
+    call, ``_SKIPPED`` for assistant turns whose
+    ordinal is in ``skip``, ``_RESULT`` inside tool results, ``_CONTEXT`` otherwise."""
     enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     spans: list[tuple[int, int]] = []
     skipped: list[tuple[int, int]] = []
@@ -203,13 +195,33 @@ def _encode(
         else:
             spans.append((body, end))
         start = text.find(_ASSISTANT_OPEN, end)
+    results = []
+    start = text.find(_RESULT_OPEN)
+    while start >= 0:
+        end = text.find(_RESULT_CLOSE, start)
+        results.append((start + len(_RESULT_OPEN), len(text) if end < 0 else end))
+        start = text.find(_RESULT_OPEN, start + 1)
+    answers = [(s, e) for s, e in spans if TOOL_TOKENS[0] not in text[s:e]]
+    arguments = []
+    for s, e in spans:
+        start = text.find(_ARGUMENTS_OPEN, s, e)
+        while start >= 0:
+            end = text.find(_CALL_CLOSE, start, e)
+            arguments.append((start + len(_ARGUMENTS_OPEN), e if end < 0 else end))
+            start = text.find(_ARGUMENTS_OPEN, start + 1, e)
     ids: list[int] = enc["input_ids"][:max_len]
     roles = []
     for a, _b in enc["offset_mapping"][:max_len]:
-        if any(s <= a < e for s, e in spans):
+        if any(s <= a < e for s, e in arguments):
+            roles.append(_ARGUMENTS)
+        elif any(s <= a < e for s, e in answers):
+            roles.append(_ANSWER)
+        elif any(s <= a < e for s, e in spans):
             roles.append(_ASSISTANT)
         elif any(s <= a < e for s, e in skipped):
             roles.append(_SKIPPED)
+        elif any(s <= a < e for s, e in results):
+            roles.append(_RESULT)
         else:
             roles.append(_CONTEXT)
     return ids, roles
@@ -251,7 +263,9 @@ def _batches(
     steps: int,
     seed: int,
     pad_id: int,
-    context_weight: float,
+    result_weight: float,
+    arguments_weight: float,
+    answers_weight: float,
 ) -> Any:
     """Yield (input_ids, loss weights): each batch drawn from one length bucket, padded to its longest row."""
     import torch
@@ -265,7 +279,14 @@ def _batches(
         width = max(len(rows[i][0]) for i in picked)
         ids = torch.full((len(picked), width), pad_id, dtype=torch.long)
         weights = torch.zeros((len(picked), width), dtype=torch.float32)
-        table = {_ASSISTANT: 1.0, _SKIPPED: 0.0, _CONTEXT: context_weight}
+        table = {
+            _ASSISTANT: 1.0,
+            _ARGUMENTS: arguments_weight,
+            _ANSWER: answers_weight,
+            _SKIPPED: 0.0,
+            _CONTEXT: 0.0,
+            _RESULT: result_weight,
+        }
         for r, i in enumerate(picked):
             row_ids, row_roles = rows[i]
             ids[r, : len(row_ids)] = torch.tensor(row_ids)
@@ -301,7 +322,13 @@ def train_demo_model(
     random.seed(cfg.seed)
 
     tool_sets = load_tool_sets(tools_dir)
-    dialogues = list(generate_dialogues(tool_sets, count=cfg.dialogues, seed=cfg.seed, split="train"))
+    dialogues = list(generate_dialogues(
+            tool_sets,
+            count=cfg.dialogues,
+            seed=cfg.seed,
+            split="train",
+            invented_fraction=cfg.invented_fraction,
+        ))
     # Render once with a throwaway template-only tokenizer pass: the template needs no vocabulary.
     from jinja2 import Environment  # transformers depends on jinja2
 
@@ -318,7 +345,7 @@ def train_demo_model(
         for d, text in zip(dialogues, texts, strict=True)
     ]
     n_tokens = sum(len(r[0]) for r in rows)
-    n_loss = sum(role == _ASSISTANT for r in rows for role in r[1])
+    n_loss = sum(role in (_ASSISTANT, _ARGUMENTS, _ANSWER) for r in rows for role in r[1])
     log(
         f"data: {len(rows)} dialogues, {n_tokens} tokens ({n_loss} in assistant turns), "
         f"mean length {n_tokens / len(rows):.0f}; tokenizer {len(tokenizer)} tokens "
@@ -354,7 +381,9 @@ def train_demo_model(
             steps=cfg.steps,
             seed=cfg.seed,
             pad_id=tokenizer.pad_token_id,
-            context_weight=cfg.context_weight,
+            result_weight=cfg.result_weight,
+            arguments_weight=cfg.arguments_weight,
+            answers_weight=cfg.answers_weight,
         )
     ):
         for group in opt.param_groups:
@@ -364,7 +393,7 @@ def train_demo_model(
         target, weight = ids[:, 1:], weights[:, 1:]
         token_loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
         loss = (token_loss * weight).sum() / weight.sum()
-        is_target = weight == 1.0
+        is_target = weight >= 1.0
         target_loss = float((token_loss.detach() * is_target).sum() / is_target.sum().clamp(min=1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -388,7 +417,10 @@ def train_demo_model(
     model.save_pretrained(str(out), safe_serialization=True)
     tokenizer.save_pretrained(str(out))
     (out / "tools.json").write_text(json.dumps(tool_sets, indent=1) + "\n")
-    examples = generate_requests(tool_sets, count=cfg.eval_requests, seed=cfg.seed, split="test")
+    seen_texts = training_requests(dialogues)
+    examples = generate_requests(
+        tool_sets, count=cfg.eval_requests, seed=cfg.seed, split="test", exclude=seen_texts
+    )
     accuracy = evaluate_requests(model, tokenizer, examples)
     record = {
         "config": asdict(cfg),
@@ -480,6 +512,7 @@ def evaluate_guarded(
 
     names = args = parsed = 0
     tokens = 0
+    by_tool: dict[str, list[int]] = {}
     t0 = time.perf_counter()
     cache: dict[str, Any] = {}
     for ex in examples:
@@ -495,11 +528,16 @@ def evaluate_guarded(
         )
         tokens += reply["usage"]["completion_tokens"]
         calls = reply["choices"][0]["message"].get("tool_calls") or []
+        right = False
         if calls:
             parsed += 1
             fn = calls[0]["function"]
             names += fn["name"] == ex.name
-            args += fn["name"] == ex.name and json.loads(fn["arguments"]) == ex.arguments
+            right = fn["name"] == ex.name and json.loads(fn["arguments"]) == ex.arguments
+            args += right
+        tally = by_tool.setdefault(ex.name, [0, 0])
+        tally[0] += right
+        tally[1] += 1
     n = max(len(examples), 1)
     seconds = time.perf_counter() - t0
     return {
@@ -508,7 +546,28 @@ def evaluate_guarded(
         "arguments": round(args / n, 4),
         "parsed": round(parsed / n, 4),
         "tokens_per_second": round(tokens / max(seconds, 1e-9), 1),
+        "arguments_by_tool": {k: f"{r}/{t}" for k, (r, t) in sorted(by_tool.items())},
     }
+
+
+def heldout_requests(
+    folder: str | Path, *, count: int, seed: int = 1, split: Split = "test"
+) -> list[Example]:
+    """Requests a trained model folder has not seen: its ``tools.json``, and the training dialogues rebuilt
+    from its ``training.json`` (same seed and count) so that none of their requests is drawn. ``split``
+    ``"unseen"`` draws only values kept out of training."""
+    folder = Path(folder)
+    tool_sets = json.loads((folder / "tools.json").read_text())
+    cfg = json.loads((folder / "training.json").read_text())["config"]
+    trained = generate_dialogues(
+        tool_sets,
+        count=cfg["dialogues"],
+        seed=cfg["seed"],
+        split="train",
+        invented_fraction=cfg.get("invented_fraction", 0.0),
+    )
+    seen = training_requests(trained)
+    return generate_requests(tool_sets, count=count, seed=seed, split=split, exclude=seen)
 
 
 def evaluate_model(
@@ -519,8 +578,7 @@ def evaluate_model(
     from ._serve import load_local_model
 
     model, tokenizer = load_local_model(folder, threads=threads)
-    tool_sets = json.loads((Path(folder) / "tools.json").read_text())
-    examples = generate_requests(tool_sets, count=count, seed=seed, split="test")
+    examples = heldout_requests(folder, count=count, seed=seed)
     generator = LocalGenerator(model, tokenizer)
     guarded = evaluate_guarded(generator, examples)
     stats = generator.stats
