@@ -259,8 +259,9 @@ class _DemoClient:
             max_new_tokens=DEMO_MAX_NEW_TOKENS,
             logits_processors=processors,
         )
-        note = f"; {plan.note}" if plan.tool_choice else f"; injected: {plan.note}" if plan.note else ""
-        label = "grammar on, greedy" + note
+        label = "grammar on, greedy"
+        if plan.note:
+            label += f"; {plan.note}" if plan.tool_choice else f"; injected: {plan.note}"
         self.display.turn(label, reply, None)
         runaway = (reply.get("toolguard") or {}).get("runaway")
         if reply["choices"][0]["finish_reason"] == "repetition" and runaway:

@@ -155,13 +155,14 @@ class _Walker:
                 note = (f"{self.engine} reads integers beyond 2**53 in {key} as floats and would emit a "
                         "different number (RFC 8259 calls such integers non-interoperable)")
                 self._unsupported(node, key, path, note)
-        if self.engine == "xgrammar" and "multipleOf" in node and not _only_integer(node):
-            self._unsupported(node, "multipleOf", path,
-                              'xgrammar enforces multipleOf on integers only; add "type": "integer"')
-        elif self.engine == "xgrammar" and "multipleOf" in node and _BOUNDS & node.keys():
-            # xgrammar's own log: "range + multipleOf combination not yet supported; ignoring multipleOf"
-            self._unsupported(node, "multipleOf", path,
-                              "xgrammar ignores multipleOf on an integer that also has a minimum or maximum")
+        if self.engine == "xgrammar" and "multipleOf" in node:
+            if not _only_integer(node):
+                self._unsupported(node, "multipleOf", path,
+                                  'xgrammar enforces multipleOf on integers only; add "type": "integer"')
+            elif _BOUNDS & node.keys():
+                # xgrammar's own log: "range + multipleOf combination not yet supported; ignoring multipleOf"
+                note = "xgrammar ignores multipleOf on an integer that also has a minimum or maximum"
+                self._unsupported(node, "multipleOf", path, note)
         if "oneOf" in node and self.engine != "llguidance" and not _disjoint(node["oneOf"], self.root, node):
             if self.dropped is not None:
                 self.dropped.append(f"{path}/oneOf")

@@ -102,9 +102,7 @@ _ASSISTANT_OPEN = f"{IM_START}assistant\n"
 # for a re-ask are never trained.
 # The arguments of a call (``TrainConfig.arguments_weight``) weigh more than the rest of an assistant turn:
 # their structure is learned in a few hundred steps, their values (taken from the request) are what is left.
-# Answers (assistant turns without a call) weigh ``TrainConfig.answers_weight``: after a tool result they
-# repeat its values ("It is 18°C in Paris"), the same copying skill.
-_ASSISTANT, _SKIPPED, _CONTEXT, _RESULT, _ARGUMENTS, _ANSWER = 1, 0, 2, 3, 4, 5
+_ASSISTANT, _SKIPPED, _CONTEXT, _RESULT, _ARGUMENTS = 1, 0, 2, 3, 4
 _RESULT_OPEN, _RESULT_CLOSE = "<tool_response>\n", "\n</tool_response>"
 _ARGUMENTS_OPEN, _CALL_CLOSE = '"arguments": ', "}\n" + TOOL_TOKENS[1]
 
@@ -130,7 +128,6 @@ class TrainConfig:
     result_weight: float = 0.5
     invented_fraction: float = 0.0
     arguments_weight: float = 3.0
-    answers_weight: float = 1.0
     eval_requests: int = 200
 
 
@@ -179,8 +176,7 @@ def _encode(
     tokenizer: Any, text: str, *, max_len: int, skip: frozenset[int] = frozenset()
 ) -> tuple[list[int], list[int]]:
     """Token ids and a role per token: ``_ASSISTANT`` for the tokens of assistant turns (including their
-    ``<|im_end|>``), ``_ARGUMENTS`` inside their calls' arguments, ``_ANSWER`` for assistant turns without a
-    call, ``_SKIPPED`` for assistant turns whose
+    ``<|im_end|>``), ``_ARGUMENTS`` inside their calls' arguments, ``_SKIPPED`` for assistant turns whose
     ordinal is in ``skip``, ``_RESULT`` inside tool results, ``_CONTEXT`` otherwise."""
     enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     spans: list[tuple[int, int]] = []
@@ -201,7 +197,6 @@ def _encode(
         end = text.find(_RESULT_CLOSE, start)
         results.append((start + len(_RESULT_OPEN), len(text) if end < 0 else end))
         start = text.find(_RESULT_OPEN, start + 1)
-    answers = [(s, e) for s, e in spans if TOOL_TOKENS[0] not in text[s:e]]
     arguments = []
     for s, e in spans:
         start = text.find(_ARGUMENTS_OPEN, s, e)
@@ -214,8 +209,6 @@ def _encode(
     for a, _b in enc["offset_mapping"][:max_len]:
         if any(s <= a < e for s, e in arguments):
             roles.append(_ARGUMENTS)
-        elif any(s <= a < e for s, e in answers):
-            roles.append(_ANSWER)
         elif any(s <= a < e for s, e in spans):
             roles.append(_ASSISTANT)
         elif any(s <= a < e for s, e in skipped):
@@ -265,7 +258,6 @@ def _batches(
     pad_id: int,
     result_weight: float,
     arguments_weight: float,
-    answers_weight: float,
 ) -> Any:
     """Yield (input_ids, loss weights): each batch drawn from one length bucket, padded to its longest row."""
     import torch
@@ -282,7 +274,6 @@ def _batches(
         table = {
             _ASSISTANT: 1.0,
             _ARGUMENTS: arguments_weight,
-            _ANSWER: answers_weight,
             _SKIPPED: 0.0,
             _CONTEXT: 0.0,
             _RESULT: result_weight,
@@ -322,13 +313,15 @@ def train_demo_model(
     random.seed(cfg.seed)
 
     tool_sets = load_tool_sets(tools_dir)
-    dialogues = list(generate_dialogues(
+    dialogues = list(
+        generate_dialogues(
             tool_sets,
             count=cfg.dialogues,
             seed=cfg.seed,
             split="train",
             invented_fraction=cfg.invented_fraction,
-        ))
+        )
+    )
     # Render once with a throwaway template-only tokenizer pass: the template needs no vocabulary.
     from jinja2 import Environment  # transformers depends on jinja2
 
@@ -345,7 +338,7 @@ def train_demo_model(
         for d, text in zip(dialogues, texts, strict=True)
     ]
     n_tokens = sum(len(r[0]) for r in rows)
-    n_loss = sum(role in (_ASSISTANT, _ARGUMENTS, _ANSWER) for r in rows for role in r[1])
+    n_loss = sum(role in (_ASSISTANT, _ARGUMENTS) for r in rows for role in r[1])
     log(
         f"data: {len(rows)} dialogues, {n_tokens} tokens ({n_loss} in assistant turns), "
         f"mean length {n_tokens / len(rows):.0f}; tokenizer {len(tokenizer)} tokens "
@@ -383,7 +376,6 @@ def train_demo_model(
             pad_id=tokenizer.pad_token_id,
             result_weight=cfg.result_weight,
             arguments_weight=cfg.arguments_weight,
-            answers_weight=cfg.answers_weight,
         )
     ):
         for group in opt.param_groups:
