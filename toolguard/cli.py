@@ -1,4 +1,4 @@
-"""The ``toolguard`` command: validate | proxy | serve | demo | fuzz.
+"""The ``toolguard`` command: validate | proxy | mcp | serve | demo | fuzz.
 
 Each subcommand only parses options and calls a keyword-only Python function, so the CLI and the Python
 API share one path (uvicorn's ``main``/``run`` split). Heavy imports happen inside the subcommand. Options can
@@ -119,12 +119,87 @@ def proxy(ctx: click.Context, config_file: str | None, print_config: bool, **opt
     run(config=config)
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("--upstream", default=None, help="A Streamable HTTP MCP server URL to guard (not a command).")
+@click.option(
+    "--serve",
+    "serve_as",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "stdio", "http"]),
+    help="How clients reach the guard; auto: stdio in front of a command, HTTP in front of --upstream.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP).")
+@click.option("--port", default=8788, show_default=True, type=click.IntRange(0, 65535), help="Port (HTTP).")
+@click.option("--path", default="/mcp", show_default=True, help="Where MCP is served (HTTP).")
+@click.option("--auth-token", default=None, help="Bearer token clients must send (HTTP).")
+@click.option("--upstream-token", default=None, help="Bearer token sent to the --upstream server.")
+@click.option(
+    "--policy",
+    "policy_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Policy file (TOML or JSON): allow/deny, refuse_destructive, timeouts, retries, caps.",
+)
+@click.option("--timeout", default=None, type=click.FloatRange(min=0, min_open=True), help="Seconds a call.")
+@click.option("--log-level", default="info", show_default=True, help="debug, info, warning or error.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def mcp(
+    upstream: str | None,
+    serve_as: str,
+    host: str,
+    port: int,
+    path: str,
+    auth_token: str | None,
+    upstream_token: str | None,
+    policy_file: str | None,
+    timeout: float | None,
+    log_level: str,
+    command: tuple[str, ...],
+) -> None:
+    """Guard an MCP server: toolguard mcp -- CMD ARGS... (stdio) or toolguard mcp --upstream URL (HTTP).
+
+    tools/call arguments are validated against the server's inputSchema before anything is sent (unknown
+    tools: -32602; invalid arguments: an isError result the model can act on), results are checked against
+    outputSchema, capped and sanitised, calls time out and are retried only for readOnlyHint/idempotentHint
+    tools, and a repeated request runs once. Everything else is forwarded unchanged. One log line (stderr)
+    per decision; /metrics on HTTP.
+    """
+    try:
+        from .mcp import McpPolicy, load_policy, run
+    except ImportError as exc:
+        _need_extra("mcp", exc)
+    from dataclasses import replace
+
+    from ._exceptions import ConfigError
+
+    try:
+        policy = load_policy(policy_file) if policy_file else McpPolicy()
+        if timeout is not None:
+            policy = replace(policy, timeout=timeout)
+        run(
+            command=list(command) or None,
+            upstream=upstream,
+            serve=serve_as,  # type: ignore[arg-type]
+            host=host,
+            port=port,
+            path=path,
+            auth_token=auth_token,
+            upstream_token=upstream_token,
+            policy=policy,
+            log_level=log_level,
+        )
+    except ConfigError as exc:
+        click.echo(f"toolguard mcp: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
 @main.command()
 @click.option(
     "--target",
     default="all",
     show_default=True,
-    type=click.Choice(["stream", "grammar", "runaway", "formats", "sse", "proxy", "all"]),
+    type=click.Choice(["stream", "grammar", "runaway", "formats", "sse", "proxy", "mcp", "all"]),
     help="What to attack; 'all' shares the time among every target that can run here.",
 )
 @click.option(

@@ -18,9 +18,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="toolguard[mcp] (the official MCP SDK) is not installed")
 
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from toolguard.mcp import McpDecision, McpGuard, McpPolicy  # noqa: E402
+from toolguard.mcp import McpDecision, McpGuard, McpPolicy
 
 SERVERS = Path(__file__).with_name("servers.py")
 SERVER_COMMAND = [sys.executable, str(SERVERS), "stdio"]
@@ -109,7 +109,9 @@ def serve_in_thread(app: Any) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -53,7 +53,9 @@ EMPTY = {"type": "object", "properties": {}}
 READ_ONLY = {"readOnlyHint": True}
 
 
-def _tool(name: str, schema: dict[str, Any], annotations: dict[str, Any] | None = None, **extra: Any) -> types.Tool:
+def _tool(
+    name: str, schema: dict[str, Any], annotations: dict[str, Any] | None = None, **extra: Any
+) -> types.Tool:
     entry: dict[str, Any] = {"name": name, "description": f"test tool {name}", "inputSchema": schema, **extra}
     if annotations is not None:
         entry["annotations"] = annotations
@@ -62,14 +64,23 @@ def _tool(name: str, schema: dict[str, Any], annotations: dict[str, Any] | None 
 
 TOOLS = [
     _tool("get_weather", WEATHER, READ_ONLY, outputSchema=WEATHER_OUT),
-    _tool("add", NUMBERS, READ_ONLY, outputSchema={"type": "object", "properties": {"result": {"type": "number"}}}),
+    _tool(
+        "add",
+        NUMBERS,
+        READ_ONLY,
+        outputSchema={"type": "object", "properties": {"result": {"type": "number"}}},
+    ),
     _tool("write_note", TEXT, {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False}),
     _tool("delete_all", EMPTY),
     _tool("flaky_read", TEXT, READ_ONLY),
     _tool("flaky_write", TEXT, {"destructiveHint": False}),
     _tool("slow", {"type": "object", "properties": {"seconds": {"type": "number"}}}, READ_ONLY),
-    _tool("bad_output", EMPTY, READ_ONLY, outputSchema={"type": "object", "properties": {"count": {"type": "integer"}},
-                                                         "required": ["count"]}),
+    _tool(
+        "bad_output",
+        EMPTY,
+        READ_ONLY,
+        outputSchema={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+    ),
     _tool("leaky_error", EMPTY, READ_ONLY),
     _tool("big", {"type": "object", "properties": {"size": {"type": "integer"}}}, READ_ONLY),
     _tool("progress", EMPTY, READ_ONLY),
@@ -129,8 +140,9 @@ def make_server() -> Server[Any]:
             return _text('{"count": "many"}', structuredContent={"count": "many"})
         if name == "leaky_error":
             text = (
-                "Traceback (most recent call last):\n  File \"/srv/app.py\", line 3, in run\n    connect()\n"
-                "ConnectionError: could not reach https://admin:hunter2@db.internal with api_key=sk-live1234567890abcdefXYZ"
+                'Traceback (most recent call last):\n  File "/srv/app.py", line 3, in run\n    connect()\n'
+                "ConnectionError: could not reach https://admin:hunter2@db.internal with "
+                "api_key=sk-live1234567890abcdefXYZ"
             )
             return _text(text, isError=True)
         if name == "big":

@@ -10,9 +10,8 @@ import pytest
 from mcp import MCPError
 from mcp_types import INVALID_PARAMS
 
-from toolguard import RetryPolicy
-
 from tests.mcp.helpers import SERVER_COMMAND, CallLog, Recorder, direct, guarded, make_guard
+from toolguard import RetryPolicy
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +23,11 @@ def _dump(result: Any) -> dict[str, Any]:
 
 
 async def test_valid_calls_pass_through_unchanged(call_log: CallLog) -> None:
-    calls = [("get_weather", {"city": "Paris", "days": 3}), ("add", {"a": 2, "b": 40.5}), ("write_note", {"text": "x"})]
+    calls = [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("add", {"a": 2, "b": 40.5}),
+        ("write_note", {"text": "x"}),
+    ]
     async with direct(SERVER_COMMAND, call_log.env) as session:
         expected = [_dump(await session.call_tool(n, a)) for n, a in calls]
         listed = _dump(await session.list_tools())
@@ -47,7 +50,9 @@ async def test_invalid_arguments_never_reach_the_server(call_log: CallLog) -> No
         assert result.is_error
     text = out_of_range.content[0].text
     assert "/days" in text and "maximum of 14" in text and "not sent to the server" in text
-    assert out_of_range.meta == {"io.toolguard/decision": {"kind": "invalid_arguments", "path": "/days", "offset": 27}}
+    assert out_of_range.meta == {
+        "io.toolguard/decision": {"kind": "invalid_arguments", "path": "/days", "offset": 27}
+    }
     assert "'city' is a required property" in extra.content[0].text
     assert "/a" in wrong_type.content[0].text
     assert call_log.calls() == []
@@ -92,11 +97,15 @@ async def test_a_non_idempotent_tool_is_not_retried_and_the_client_is_told(call_
     recorder = Recorder()
     async with guarded(make_guard(call_log, recorder, retry=FAST)) as session:
         result = await session.call_tool("flaky_write", {"text": "hi"})
-        again = await session.call_tool("flaky_write", {"text": "second"})  # the next call restarts the server
+        again = await session.call_tool(
+            "flaky_write", {"text": "second"}
+        )  # the next call restarts the server
     assert result.is_error
     text = result.content[0].text
     assert "outcome is unknown" in text and "not retried" in text and "restarted for the next call" in text
-    assert result.meta == {"io.toolguard/decision": {"kind": "transport_failure", "attempts": 1, "outcome": "unknown"}}
+    assert result.meta == {
+        "io.toolguard/decision": {"kind": "transport_failure", "attempts": 1, "outcome": "unknown"}
+    }
     assert not again.is_error and again.content[0].text == "flaky_write: second"
     assert [c["arguments"]["text"] for c in call_log.calls("flaky_write")] == ["hi", "second"]
     assert recorder.kinds("flaky_write") == ["transport_failure", "forwarded"]

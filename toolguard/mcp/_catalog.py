@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-``Catalog.absorb(page, first=...)`` reads one ``tools/list`` result page. Each entry becomes a ``Tool`` through
-``ToolSet.from_mcp`` (schemas normalised and checked against their draft's metaschema once) and an
+``Catalog.absorb(page, first=...)`` reads one ``tools/list`` result page. Each entry becomes a ``Tool``
+through ``ToolSet.from_mcp`` (schemas normalised and checked against their draft's metaschema once) and an
 ``ArgumentChecker`` (the ``StreamValidator``, with ``jsonschema`` where a keyword is not streamable). An entry
 whose ``inputSchema`` is bad is kept as a *broken* tool with the reason, naming the tool and the server, so a
 call to it is refused with that reason instead of being forwarded unchecked. ``outputSchema`` is compiled the
@@ -34,7 +34,7 @@ from .._stream import StreamValidator
 from .._tools import Tool, ToolSet
 from ._config import McpPolicy
 
-__all__ = ["Allowed", "Catalog", "CallCheck", "Refused", "ResultCheck", "ToolEntry", "Unknown"]
+__all__ = ["Allowed", "CallCheck", "Catalog", "Refused", "ResultCheck", "ToolEntry", "Unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ class Unknown:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Not sent to the server; answered with a tool result ``isError: true``. ``kind`` is the decision kind."""
+    """Not sent to the server; answered with a tool result ``isError: true``. ``kind``: the decision kind."""
 
     kind: Literal["invalid_arguments", "policy_refused", "bad_schema"]
     message: str
@@ -112,7 +112,10 @@ def _output_validator(name: str, schema: Any) -> tuple[StreamValidator | None, s
     try:
         return StreamValidator(dict(schema) if isinstance(schema, Mapping) else schema), None
     except UnsupportedKeyword as exc:
-        return None, f"its outputSchema uses {exc.keyword!r}, which toolguard cannot check; output not checked"
+        return (
+            None,
+            f"its outputSchema uses {exc.keyword!r}, which toolguard cannot check; output not checked",
+        )
     except SchemaError as exc:
         return None, f"its outputSchema is invalid ({exc.message}); output not checked"
 
@@ -122,7 +125,9 @@ def _entry(raw: Mapping[str, Any], server: str) -> ToolEntry:
     read_only, idempotent, destructive = _hints(raw)
     hints = {"read_only": read_only, "idempotent": idempotent, "destructive": destructive}
     if not isinstance(name, str) or not name:
-        return ToolEntry(name=str(name), raw=raw, broken=f"the server {server!r} listed a tool without a name")
+        return ToolEntry(
+            name=str(name), raw=raw, broken=f"the server {server!r} listed a tool without a name"
+        )
     try:
         tool = next(iter(ToolSet.from_mcp([raw])))
         checker = ArgumentChecker([tool])
@@ -163,7 +168,7 @@ class Catalog:
         """Read one ``tools/list`` result page; returns the problems found (bad schemas), one line each.
 
         ``first`` is True for a listing without a cursor (a fresh listing); the catalog switches to the new
-        listing when the page without ``nextCursor`` arrives, so a half-read listing never replaces a whole one.
+        listing when the page without ``nextCursor`` arrives: a half-read listing never replaces a whole one.
         """
         if first:
             self._pending = {}
@@ -188,10 +193,13 @@ class Catalog:
         """The listing page the client sees: tools the policy would refuse whatever the arguments are left out
         (a model should not be offered a tool it may not call). The page is returned as is when nothing is."""
         tools = result.get("tools")
-        if not isinstance(tools, list) or not (self.policy.allow is not None or self.policy.deny or
-                                                self.policy.refuse_destructive):
+        if not isinstance(tools, list) or not (
+            self.policy.allow is not None or self.policy.deny or self.policy.refuse_destructive
+        ):
             return result
-        kept = [t for t in tools if not isinstance(t, Mapping) or self._policy_refusal(_entry_hints(t)) is None]
+        kept = [
+            t for t in tools if not isinstance(t, Mapping) or self._policy_refusal(_entry_hints(t)) is None
+        ]
         if len(kept) == len(tools):
             return result
         return {**result, "tools": kept}
@@ -231,7 +239,8 @@ class Catalog:
             return Refused(
                 "invalid_arguments",
                 f"Invalid arguments for tool {name!r}: params.arguments must be a JSON object, not "
-                f"{type(arguments).__name__}. The call was not sent to the server; correct it and call again.",
+                f"{type(arguments).__name__}. The call was not sent to the server; correct it and call "
+                "again.",
                 path="",
             )
         text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
@@ -272,7 +281,9 @@ class Catalog:
             if reason is None:
                 return ResultCheck(result)
             reason = f"the structuredContent of {entry.name!r} does not match its outputSchema: {reason}"
-        return ResultCheck(tool_result(f"The server's result was withheld: {reason}."), "output_invalid", reason)
+        return ResultCheck(
+            tool_result(f"The server's result was withheld: {reason}."), "output_invalid", reason
+        )
 
     def _sanitised(self, result: dict[str, Any]) -> dict[str, Any]:
         limit = self.policy.max_error_chars
@@ -282,7 +293,11 @@ class Catalog:
         cleaned = []
         changed = False
         for block in content:
-            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ):
                 text = sanitize(block["text"], max_chars=limit)
                 if text != block["text"]:
                     block, changed = {**block, "text": text}, True
@@ -294,7 +309,11 @@ def _entry_hints(raw: Mapping[str, Any]) -> ToolEntry:
     """A hints-only entry for policy checks on a listing (no schema work)."""
     read_only, idempotent, destructive = _hints(raw)
     return ToolEntry(
-        name=str(raw.get("name")), raw=raw, read_only=read_only, idempotent=idempotent, destructive=destructive
+        name=str(raw.get("name")),
+        raw=raw,
+        read_only=read_only,
+        idempotent=idempotent,
+        destructive=destructive,
     )
 
 
@@ -322,7 +341,9 @@ def _output_violation(schema: Any, value: Any) -> str | None:
     if verdict.error is None:
         return None
     err = verdict.error
-    return err.message if err.message.startswith(err.path or "\0") else f"{err.path or '(root)'}: {err.message}"
+    return (
+        err.message if err.message.startswith(err.path or "\0") else f"{err.path or '(root)'}: {err.message}"
+    )
 
 
 def tool_result(text: str, *, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:

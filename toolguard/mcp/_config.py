@@ -56,7 +56,11 @@ def _globs(value: Any, key: str) -> tuple[str, ...]:
 def _seconds(value: Any, key: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
         raise ConfigError(f"{key} must be a positive number of seconds or null, got {value!r}")
     return float(value)
 
@@ -86,7 +90,9 @@ class McpPolicy:
         if not isinstance(self.tool_timeouts, Mapping):
             raise ConfigError("tool_timeouts must map tool names to seconds")
         object.__setattr__(
-            self, "tool_timeouts", {str(k): _seconds(v, f"tool_timeouts.{k}") for k, v in self.tool_timeouts.items()}
+            self,
+            "tool_timeouts",
+            {str(k): _seconds(v, f"tool_timeouts.{k}") for k, v in self.tool_timeouts.items()},
         )
         for name in ("max_result_bytes", "max_error_chars", "max_remembered"):
             value = getattr(self, name)
@@ -129,7 +135,9 @@ def load_policy(path: str | Path) -> McpPolicy:
 
             data = tomllib.loads(text)
     except ValueError as exc:
-        raise ConfigError(f"the policy file {file} is not valid {file.suffix.lstrip('.') or 'TOML'}: {exc}") from exc
+        raise ConfigError(
+            f"the policy file {file} is not valid {file.suffix.lstrip('.') or 'TOML'}: {exc}"
+        ) from exc
     if not isinstance(data, Mapping):
         raise ConfigError(f"the policy file {file} must hold an object (a table) of policy keys")
     return policy_from_mapping(data)

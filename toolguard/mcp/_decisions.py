@@ -1,11 +1,11 @@
-"""Decisions of the MCP guard as data: one record per decision, one log line, Prometheus counters, ``on_event``.
+"""Decisions of the MCP guard as data: one record each, one log line, Prometheus counters, ``on_event``.
 
-Every ``tools/call`` the guard answers produces exactly one ``McpDecision`` (``forwarded``, ``invalid_arguments``,
-``unknown_tool``, ``policy_refused``, ``bad_schema``, ``output_invalid``, ``result_too_large``, ``tool_error``,
-``server_error``, ``timeout``, ``transport_failure``, ``duplicate``, ``cancelled``); listings and connection
-events add ``bad_schema`` (per tool, when listed), ``restarted`` and ``protocol_error``. ``Reporter.report``
-is the one place a decision leaves the guard, so switching to a shared decision record type later touches
-this module only.
+Every ``tools/call`` the guard answers produces exactly one ``McpDecision`` (``forwarded``,
+``invalid_arguments``, ``unknown_tool``, ``policy_refused``, ``bad_schema``, ``output_invalid``,
+``result_too_large``, ``tool_error``, ``server_error``, ``timeout``, ``transport_failure``, ``duplicate``,
+``cancelled``); listings and connection events add ``bad_schema`` (per tool, when listed), ``restarted`` and
+``protocol_error``. ``Reporter.report`` is the one place a decision leaves the guard, so switching to a shared
+decision record type later touches this module only.
 
 Log lines carry no arguments and no result text (they may hold secrets); reasons are sanitised.
 """
@@ -77,7 +77,9 @@ class Reporter:
     def report(self, decision: McpDecision) -> None:
         self.counts[decision.kind] += 1
         if decision.tool is not None and decision.kind not in ("bad_schema",):
-            slot = next((i for i, b in enumerate(_LATENCY_BUCKETS) if decision.duration <= b), len(_LATENCY_BUCKETS))
+            slot = next(
+                (i for i, b in enumerate(_LATENCY_BUCKETS) if decision.duration <= b), len(_LATENCY_BUCKETS)
+            )
             self._latency[slot] += 1
             self._latency_sum += decision.duration
         level = logging.INFO if decision.kind in ("forwarded", "duplicate", "tool_error") else logging.WARNING

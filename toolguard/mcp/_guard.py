@@ -1,11 +1,11 @@
 """``McpGuard``: the guard between MCP clients and one MCP server, and the ways to serve it.
 
-One ``McpGuard`` holds what every session shares: the server to connect to (a command to spawn over stdio,
-a Streamable HTTP URL, or any connector), the ``McpPolicy``, the decision ``Reporter`` (log lines, counters,
-``on_event``) and the idempotency-key memory. ``serve(read, write)`` guards one client session over any pair of
-SDK streams; ``serve_stdio()`` does it on this process's stdin/stdout; ``http_app()`` returns an ASGI app that
-serves Streamable HTTP, one session per ``Mcp-Session-Id``. Client side and server side are independent, so
-a stdio client can be put in front of an HTTP server and the other way round.
+One ``McpGuard`` holds what every session shares: the server to connect to (a command to spawn over stdio, a
+Streamable HTTP URL, or any connector), the ``McpPolicy``, the decision ``Reporter`` (log lines, counters,
+``on_event``) and the idempotency-key memory. ``serve(read, write)`` guards one client session over any pair
+of SDK streams; ``serve_stdio()`` does it on this process's stdin/stdout; ``http_app()`` returns an ASGI app
+that serves Streamable HTTP, one session per ``Mcp-Session-Id``. Client side and server side are independent,
+so a stdio client can be put in front of an HTTP server and the other way round.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def stdio_connector(
         raise ConfigError("a stdio MCP server needs a command, e.g. toolguard mcp -- uvx mcp-server-time")
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=command[0], args=list(command[1:]), env={**os.environ, **(env or {})}, cwd=cwd)
+    params = StdioServerParameters(
+        command=command[0], args=list(command[1:]), env={**os.environ, **(env or {})}, cwd=cwd
+    )
 
     def connect() -> AbstractAsyncContextManager[tuple[Any, Any]]:
         return stdio_client(params, errlog=sys.stderr)
@@ -47,7 +49,9 @@ def stdio_connector(
     return connect
 
 
-def http_connector(url: str, *, headers: Mapping[str, str] | None = None, token: str | None = None) -> Connector:
+def http_connector(
+    url: str, *, headers: Mapping[str, str] | None = None, token: str | None = None
+) -> Connector:
     """Connect to a Streamable HTTP MCP server at ``url`` (``token``: sent as ``Authorization: Bearer``)."""
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"the upstream must be an http:// or https:// URL, got {url!r}")
@@ -64,7 +68,7 @@ def http_connector(url: str, *, headers: Mapping[str, str] | None = None, token:
     return connect
 
 
-class _http_streams:  # noqa: N801 - an async context manager used like a function
+class _http_streams:
     """``streamable_http_client`` with its own httpx client, closed with it."""
 
     def __init__(self, url: str, headers: dict[str, str], factory: Any, make_client: Any) -> None:
@@ -110,7 +114,9 @@ class McpGuard:
     ) -> None:
         given = [x is not None for x in (command, upstream, connect)]
         if sum(given) != 1:
-            raise ConfigError("give McpGuard exactly one server: command=[...], upstream='http://...' or connect=...")
+            raise ConfigError(
+                "give McpGuard exactly one server: command=[...], upstream='http://...' or connect=..."
+            )
         if command is not None:
             self.connect = stdio_connector(command, env=env, cwd=cwd)
             self.restartable = True
@@ -149,6 +155,8 @@ class McpGuard:
         async with stdio_server() as (read, write):
             await self.serve(read, write, session_id="stdio")
 
-    def http_app(self, *, path: str = "/mcp", auth_token: str | None = None, host: str = "127.0.0.1") -> HttpFront:
-        """An ASGI app serving the guard over Streamable HTTP at ``path``, with ``/metrics`` and ``/healthz``."""
+    def http_app(
+        self, *, path: str = "/mcp", auth_token: str | None = None, host: str = "127.0.0.1"
+    ) -> HttpFront:
+        """An ASGI app: the guard over Streamable HTTP at ``path``, plus ``/metrics`` and ``/healthz``."""
         return HttpFront(self, path=path, auth_token=auth_token, host=host)

@@ -56,11 +56,14 @@ def _json(status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = 
 def _rpc_error(status: int, code: int, message: str) -> Callable[..., Any]:
     import json
 
-    return _json(status, json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode())
+    return _json(
+        status,
+        json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode(),
+    )
 
 
 class HttpFront:
-    """ASGI app: ``/mcp`` guarded, ``/metrics``, ``/healthz``. Use as ``uvicorn.run(front)``; it has a lifespan."""
+    """ASGI app: ``/mcp`` guarded, ``/metrics``, ``/healthz``. Serve it with uvicorn (it has a lifespan)."""
 
     def __init__(
         self,
@@ -117,13 +120,20 @@ class HttpFront:
             await _json(200, b'{"status": "ok"}')(scope, receive, send)
         elif path == "/metrics":
             body = self.guard.reporter.render_metrics().encode()
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"text/plain; version=0.0.4")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/plain; version=0.0.4")],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
         elif path == self.path.rstrip("/"):
             await self._mcp(scope, receive, send)
         else:
-            await _rpc_error(404, -32601, f"no route {path}; MCP is served at {self.path}")(scope, receive, send)
+            await _rpc_error(404, -32601, f"no route {path}; MCP is served at {self.path}")(
+                scope, receive, send
+            )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -143,8 +153,12 @@ class HttpFront:
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._tg is None:
-            raise RuntimeError("HttpFront needs its lifespan: serve it with uvicorn, or enter front.running()")
-        session_id = next((v.decode("latin-1") for k, v in scope["headers"] if k == MCP_SESSION_ID_HEADER.encode()), None)
+            raise RuntimeError(
+                "HttpFront needs its lifespan: serve it with uvicorn, or enter front.running()"
+            )
+        session_id = next(
+            (v.decode("latin-1") for k, v in scope["headers"] if k == MCP_SESSION_ID_HEADER.encode()), None
+        )
         if session_id is not None:
             transport = self._sessions.get(session_id)
             if transport is None:
@@ -155,7 +169,9 @@ class HttpFront:
                 self._sessions.pop(session_id, None)
             return
         if scope["method"] != "POST":
-            await _rpc_error(400, -32600, "Bad Request: open a session with a POST of initialize")(scope, receive, send)
+            await _rpc_error(400, -32600, "Bad Request: open a session with a POST of initialize")(
+                scope, receive, send
+            )
             return
         if len(self._sessions) >= self.max_sessions:
             await _rpc_error(503, -32603, "Too many open sessions")(scope, receive, send)

@@ -36,7 +36,9 @@ def run(
 ) -> None:
     """Serve the guard in front of ``command`` (stdio server) or ``upstream`` (Streamable HTTP URL)."""
     if (command is None) == (upstream is None):
-        raise ConfigError("give either a server command (toolguard mcp -- CMD ...) or --upstream URL, not both")
+        raise ConfigError(
+            "give either a server command (toolguard mcp -- CMD ...) or --upstream URL, not both"
+        )
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -53,5 +55,9 @@ def run(
         )
     import uvicorn
 
-    uvicorn.run(guard.http_app(path=path, auth_token=auth_token, host=host), host=host, port=port,
-                log_level=log_level.lower())
+    uvicorn.run(
+        guard.http_app(path=path, auth_token=auth_token, host=host),
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+    )

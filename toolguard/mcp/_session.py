@@ -85,7 +85,7 @@ class _Call:
 
 
 class KeyStore:
-    """Answers to calls that carried an idempotency key, shared by every session of one guard (bounded LRU)."""
+    """Answers to calls that carried an idempotency key, shared by the sessions of one guard (an LRU)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -115,7 +115,11 @@ def _idempotency_key(params: Mapping[str, Any]) -> str | None:
 
 
 def _error(rid: Any, code: int, message: str, data: Any = None) -> JSONRPCError:
-    error = ErrorData(code=code, message=message) if data is None else ErrorData(code=code, message=message, data=data)
+    error = (
+        ErrorData(code=code, message=message)
+        if data is None
+        else ErrorData(code=code, message=message, data=data)
+    )
     return JSONRPCError(jsonrpc="2.0", id=rid, error=error)
 
 
@@ -163,7 +167,11 @@ class GuardSession:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self.upstream = Upstream(
-                self._connect, tg, on_message=self._from_server, on_lost=self._lost, on_restart=self._restarted
+                self._connect,
+                tg,
+                on_message=self._from_server,
+                on_lost=self._lost,
+                on_restart=self._restarted,
             )
             try:
                 await self.upstream.start()
@@ -217,7 +225,9 @@ class GuardSession:
             return
         if method == "initialize":
             self.upstream.init_params = dict(params)
-        token = params.get("_meta", {}).get("progressToken") if isinstance(params.get("_meta"), Mapping) else None
+        token = (
+            params.get("_meta", {}).get("progressToken") if isinstance(params.get("_meta"), Mapping) else None
+        )
         if token is not None:
             self._progress[token] = request.id
         first = method == "tools/list" and not params.get("cursor")
@@ -250,7 +260,9 @@ class GuardSession:
     # server -> client --------------------------------------------------------------------------------
     async def _from_server(self, item: Any) -> None:
         if isinstance(item, Exception):
-            self._report("protocol_error", reason=f"unreadable message from the server: {sanitize(str(item))}")
+            self._report(
+                "protocol_error", reason=f"unreadable message from the server: {sanitize(str(item))}"
+            )
             return
         message = item.message
         if isinstance(message, JSONRPCResponse | JSONRPCError):
@@ -299,7 +311,9 @@ class GuardSession:
         for rid, (method, sent_on, _first) in list(self._forwarded.items()):
             if sent_on == generation:
                 del self._forwarded[rid]
-                message = f"toolguard: the connection to the MCP server was lost before it answered {method} ({reason})"
+                message = (
+                    f"toolguard: the MCP server connection was lost before it answered {method} ({reason})"
+                )
                 await self._to_client(_error(rid, INTERNAL_ERROR, message))
         for call in self._calls.values():
             slot = call.slot
@@ -333,8 +347,14 @@ class GuardSession:
                     except UpstreamLost as exc:
                         answer = exc
                     if not isinstance(answer, JSONRPCResponse):
-                        why = answer.error.message if isinstance(answer, JSONRPCError) else str(answer or "no answer")
-                        self._listing_error = f"the server did not list its tools ({sanitize(why, max_chars=300)})"
+                        why = (
+                            answer.error.message
+                            if isinstance(answer, JSONRPCError)
+                            else str(answer or "no answer")
+                        )
+                        self._listing_error = (
+                            f"the server did not list its tools ({sanitize(why, max_chars=300)})"
+                        )
                         self._report("protocol_error", reason=self._listing_error)
                         return
                     self._absorb(answer.result, first=cursor is None)
@@ -372,7 +392,9 @@ class GuardSession:
         self._calls[request.id] = call
         self._tg.start_soon(self._call, request, call)
 
-    async def _repeated_id(self, request: JSONRPCRequest, fingerprint: str, previous: Any, remembered: Any) -> None:
+    async def _repeated_id(
+        self, request: JSONRPCRequest, fingerprint: str, previous: Any, remembered: Any
+    ) -> None:
         if previous is not None:
             await previous.done.wait()
             remembered = (previous.fingerprint, previous.reply)
@@ -383,10 +405,16 @@ class GuardSession:
         if first_fingerprint != fingerprint:
             self._report("protocol_error", tool=str(name), request_id=request.id, reason="request id reused")
             await self._to_client(
-                _error(request.id, INVALID_REQUEST, f"the request id {request.id!r} was already used for another call")
+                _error(
+                    request.id,
+                    INVALID_REQUEST,
+                    f"the request id {request.id!r} was already used for another call",
+                )
             )
             return
-        self._report("duplicate", tool=str(name), request_id=request.id, reason="repeated request id; not run again")
+        self._report(
+            "duplicate", tool=str(name), request_id=request.id, reason="repeated request id; not run again"
+        )
         await self._to_client(reply.model_copy(update={"id": request.id}))
 
     async def _call(self, request: JSONRPCRequest, call: _Call) -> None:
@@ -419,7 +447,9 @@ class GuardSession:
             self._calls.pop(request.id, None)
             call.done.set()
 
-    async def _call_once_per_key(self, request: JSONRPCRequest, call: _Call, key: str) -> tuple[Any, dict[str, Any]]:
+    async def _call_once_per_key(
+        self, request: JSONRPCRequest, call: _Call, key: str
+    ) -> tuple[Any, dict[str, Any]]:
         store = self.keys
         while (running := store._running.get(key)) is not None:
             await running[1].wait()
@@ -428,8 +458,14 @@ class GuardSession:
             fingerprint, result = done
             if fingerprint != call.fingerprint:
                 message = f"the idempotency key {key!r} was already used for a different call; use a new key"
-                return _error(request.id, INVALID_PARAMS, message), {"kind": "protocol_error", "reason": message}
-            return _result(request.id, result), {"kind": "duplicate", "reason": "idempotency key seen; not run again"}
+                return _error(request.id, INVALID_PARAMS, message), {
+                    "kind": "protocol_error",
+                    "reason": message,
+                }
+            return _result(request.id, result), {
+                "kind": "duplicate",
+                "reason": "idempotency key seen; not run again",
+            }
         event = anyio.Event()
         store._running[key] = (call.fingerprint, event)
         try:
@@ -456,7 +492,9 @@ class GuardSession:
             return error, {"kind": "unknown_tool", "reason": check.message}
         if isinstance(check, Refused):
             info = {"kind": check.kind, "path": check.path, "offset": check.offset}
-            result = tool_result(check.message, meta={DECISION_META_KEY: {k: v for k, v in info.items() if v is not None}})
+            result = tool_result(
+                check.message, meta={DECISION_META_KEY: {k: v for k, v in info.items() if v is not None}}
+            )
             return _result(request.id, result), {"kind": check.kind, "reason": check.message}
         assert isinstance(check, Allowed)
         return await self._run(request, call, check.entry, check.timeout)
@@ -469,7 +507,9 @@ class GuardSession:
             return _error(request.id, INTERNAL_ERROR, f"toolguard: {exc}"), {"kind": "transport_failure"}
         await slot.event.wait()
         if isinstance(slot.answer, UpstreamLost):
-            return _error(request.id, INTERNAL_ERROR, f"toolguard: {slot.answer}"), {"kind": "transport_failure"}
+            return _error(request.id, INTERNAL_ERROR, f"toolguard: {slot.answer}"), {
+                "kind": "transport_failure"
+            }
         return slot.answer, {"attempts": 1, "reached_server": True}
 
     async def _run(
@@ -504,7 +544,11 @@ class GuardSession:
             return self._unknown_outcome(request, entry, failure, timeout, attempt)
 
     def _unknown_outcome(
-        self, request: JSONRPCRequest, entry: ToolEntry, failure: BaseException | None, timeout: float | None,
+        self,
+        request: JSONRPCRequest,
+        entry: ToolEntry,
+        failure: BaseException | None,
+        timeout: float | None,
         attempts: int,
     ) -> tuple[Any, dict[str, Any]]:
         name = entry.name
@@ -512,13 +556,18 @@ class GuardSession:
         if failure is None:
             kind, what = "timeout", f"the server gave no answer to {name!r} within {timeout:g} s"
         elif sent:
-            kind, what = "transport_failure", f"the connection to the MCP server was lost while {name!r} was running ({failure})"
+            kind, what = (
+                "transport_failure",
+                f"the connection to the MCP server was lost while {name!r} was running ({failure})",
+            )
         else:
             kind, what = "transport_failure", f"{failure}; {name!r} was not sent"
         if not sent:
             tail = "nothing was run; try again later"
         elif attempts > 1:
-            tail = f"the outcome is unknown (the action may or may not have happened) after {attempts} attempts"
+            tail = (
+                f"the outcome is unknown (the action may or may not have happened) after {attempts} attempts"
+            )
         elif entry.retry_safe:
             tail = "the outcome is unknown (the action may or may not have happened); retries were used up"
         else:
@@ -529,7 +578,13 @@ class GuardSession:
         text = f"toolguard: {what}; {tail}."
         if sent and failure is not None and self.restartable:
             text += " The server is restarted for the next call."
-        meta = {DECISION_META_KEY: {"kind": kind, "attempts": attempts, "outcome": "unknown" if sent else "not_run"}}
+        meta = {
+            DECISION_META_KEY: {
+                "kind": kind,
+                "attempts": attempts,
+                "outcome": "unknown" if sent else "not_run",
+            }
+        }
         decision = {"kind": kind, "attempts": attempts, "reached_server": sent, "reason": text}
         return _result(request.id, tool_result(text, meta=meta)), decision
 
@@ -541,7 +596,11 @@ class GuardSession:
         if isinstance(answer, JSONRPCError):
             error = answer.error
             message = sanitize(error.message, max_chars=self.policy.max_error_chars)
-            data = sanitize(error.data, max_chars=self.policy.max_error_chars) if isinstance(error.data, str) else error.data
+            data = (
+                sanitize(error.data, max_chars=self.policy.max_error_chars)
+                if isinstance(error.data, str)
+                else error.data
+            )
             if message != error.message or data is not error.data:
                 answer = _error(answer.id, error.code, message, data)
             return answer, {**base, "kind": "server_error", "reason": message}

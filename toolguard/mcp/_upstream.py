@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A *connector* is a zero-argument callable returning the SDK's transport context (``stdio_client(...)``, which
 spawns the server, or ``streamable_http_client(url)``); entering it yields ``(read_stream, write_stream)`` of
-``SessionMessage``. The connection lives in its own task (anyio contexts must be entered and left by one task):
+``SessionMessage``. The connection lives in its own task (an anyio context is entered and left by one task):
 it reads until the stream ends (the process exited, the HTTP transport failed), then leaves the context, which
 stops the process, and tells the session (``on_lost(generation)``) so requests in flight are answered.
 
@@ -21,7 +21,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from typing import Any, TypeAlias
 
 import anyio
@@ -76,13 +76,17 @@ class Upstream:
         self._ids = itertools.count(1)
         self._own: dict[str, tuple[anyio.Event, list[Any]]] = {}
         self.generation = 0  # number of connections opened so far
-        self.init_params: dict[str, Any] | None = None  # the client's initialize params, replayed on reconnect
+        self.init_params: dict[str, Any] | None = (
+            None  # the client's initialize params, replayed on reconnect
+        )
         self.initialized = False  # the client sent notifications/initialized
         self.protocol_version: str | None = None  # from the server's initialize answer (HTTP header)
         self.closed = False
 
     # the connection task -----------------------------------------------------------------------------
-    async def _connection(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _connection(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         generation = self.generation
         started = False
         reason = "the server closed the connection"
@@ -121,7 +125,7 @@ class Upstream:
         return True
 
     async def start(self) -> None:
-        """Open the first connection (a stdio server is started at once, so the client's handshake reaches it)."""
+        """Open the first connection (a stdio server starts at once, so the client's handshake reaches it)."""
         async with self._lock:
             if self._write is None:
                 await self._open()
@@ -138,14 +142,14 @@ class Upstream:
                 if attempt < self._max_connects:
                     await anyio.sleep(self._backoff.delay(attempt))
                 continue
-            if self.generation > 1 and self.init_params is not None:
-                if not await self._replay_handshake():
-                    continue
+            if self.generation > 1 and self.init_params is not None and not await self._replay_handshake():
+                continue
             if self.generation > 1 and self._on_restart is not None:
                 self._on_restart(self.generation)
             return
         raise UpstreamLost(
-            f"the MCP server could not be (re)started after {self._max_connects} attempts ({last})", sent=False
+            f"the MCP server could not be (re)started after {self._max_connects} attempts ({last})",
+            sent=False,
         )
 
     async def _replay_handshake(self) -> bool:
@@ -177,11 +181,15 @@ class Upstream:
                     await self._open()
         write = self._write
         if write is None:
-            raise UpstreamLost("the MCP server connection dropped before the message could be written", sent=False)
+            raise UpstreamLost(
+                "the MCP server connection dropped before the message could be written", sent=False
+            )
         try:
             await write.send(SessionMessage(message, self._metadata()))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            raise UpstreamLost(f"the MCP server connection is closed ({type(exc).__name__})", sent=False) from exc
+            raise UpstreamLost(
+                f"the MCP server connection is closed ({type(exc).__name__})", sent=False
+            ) from exc
         return self.generation
 
     async def notify_if_connected(self, message: Any) -> None:
@@ -189,10 +197,8 @@ class Upstream:
         write = self._write
         if write is None:
             return
-        try:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await write.send(SessionMessage(message, self._metadata()))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
 
     async def request(self, method: str, params: dict[str, Any] | None, *, timeout: float | None) -> Any:
         """Send the guard's own request; the answer (``JSONRPCResponse``/``JSONRPCError``), or None when the
