@@ -177,11 +177,15 @@ class GuardSession:
                 await self.upstream.start()
             except UpstreamLost as exc:
                 logger.error("%s", exc)
-            async with self._read:
-                async for item in self._read:
-                    await self._from_client(item)
-            self.upstream.close()
-            tg.cancel_scope.cancel()
+            try:
+                async with self._read:
+                    async for item in self._read:
+                        await self._from_client(item)
+            finally:
+                self.upstream.close()
+                tg.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await self._write.aclose()  # ends the client transport's writer (stdio: the process exits)
 
     async def _to_client(self, message: Any, related: Any = None) -> None:
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
