@@ -150,9 +150,9 @@ class McpGuard:
 
     async def serve_stdio(self) -> None:
         """Guard the session on this process's stdin/stdout (what ``toolguard mcp -- CMD`` runs)."""
-        from mcp.server.stdio import stdio_server
+        from ._stdio import stdio_streams
 
-        async with stdio_server() as (read, write):
+        async with stdio_streams() as (read, write):
             await self.serve(read, write, session_id="stdio")
 
     def http_app(
