@@ -153,7 +153,8 @@ class GuardSession:
         self.catalog = Catalog(policy)
         self.upstream: Upstream
         self._tg: anyio.abc.TaskGroup
-        self._forwarded: dict[Any, tuple[str, int, bool]] = {}  # id -> (method, generation, first page)
+        # id -> [(method, generation, first page)], oldest first: a reused id is answered once per request
+        self._forwarded: dict[Any, list[tuple[str, int, bool]]] = {}
         self._calls: dict[Any, _Call] = {}
         self._answered: OrderedDict[Any, tuple[str, Any]] = OrderedDict()
         self._progress: dict[Any, Any] = {}  # progressToken -> client request id (HTTP routing)
@@ -185,7 +186,7 @@ class GuardSession:
                 self.upstream.close()
                 tg.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True):
-                    await self._write.aclose()  # ends the client transport's writer (stdio: the process exits)
+                    await self._write.aclose()  # ends the client transport's writer: a stdio guard exits
 
     async def _to_client(self, message: Any, related: Any = None) -> None:
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
@@ -240,7 +241,7 @@ class GuardSession:
         except UpstreamLost as exc:
             await self._to_client(_error(request.id, INTERNAL_ERROR, f"toolguard: {exc}"))
             return
-        self._forwarded[request.id] = (method, generation, first)
+        self._forwarded.setdefault(request.id, []).append((method, generation, first))
 
     async def _client_notification(self, note: JSONRPCNotification) -> None:
         params = note.params or {}
@@ -275,11 +276,13 @@ class GuardSession:
                 call.slot.answer = message
                 call.slot.event.set()
                 return
-            forwarded = self._forwarded.pop(message.id, None)
-            if forwarded is None:
+            waiting = self._forwarded.get(message.id)
+            if not waiting:
                 logger.debug("dropped an answer to %r, which nobody is waiting for", message.id)
                 return
-            method, _generation, first = forwarded
+            method, _generation, first = waiting.pop(0)
+            if not waiting:
+                del self._forwarded[message.id]
             if isinstance(message, JSONRPCResponse):
                 if method == "initialize":
                     self._initialized(message.result)
@@ -312,9 +315,12 @@ class GuardSession:
 
     async def _lost(self, generation: int, reason: str) -> None:
         """The connection of ``generation`` ended: answer what was waiting on it."""
-        for rid, (method, sent_on, _first) in list(self._forwarded.items()):
-            if sent_on == generation:
+        for rid, waiting in list(self._forwarded.items()):
+            lost = [entry for entry in waiting if entry[1] == generation]
+            waiting[:] = [entry for entry in waiting if entry[1] != generation]
+            if not waiting:
                 del self._forwarded[rid]
+            for method, _sent_on, _first in lost:
                 message = (
                     f"toolguard: the MCP server connection was lost before it answered {method} ({reason})"
                 )

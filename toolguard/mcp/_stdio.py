@@ -1,14 +1,13 @@
-"""The client-facing stdio transport: newline-delimited JSON-RPC on this process's stdin/stdout, without threads.
+"""The client-facing stdio transport: newline-delimited JSON-RPC on stdin/stdout, on the event loop.
 
 The SDK's ``stdio_server`` reads stdin and writes stdout through worker threads (``anyio.wrap_file``): three
-thread hand-offs per call, which measured ~1.5 ms of the guard's added latency on a loaded 2-core machine
-(``benchmarks/mcp.py``). This transport yields the same ``SessionMessage`` streams, parsed and serialised by the
-SDK's own ``jsonrpc_message_adapter``, but reads and writes the pipes on the event loop (asyncio pipe
-transports). As the SDK does, it moves the wire to private descriptors and points fd 0 at the null device and
-fd 1 at stderr, so a stray ``print`` cannot corrupt the protocol. A frame longer than ``max_frame`` bytes, or
-one that is not JSON-RPC, is delivered as an exception (the session answers it with a parse error) and the
-stream goes on. When stdin or stdout is not a pipe, socket or terminal (a regular file), it falls back to the
-SDK's ``stdio_server``.
+thread hand-offs per call, each of which waits for a free core on a loaded machine. This transport yields the
+same ``SessionMessage`` streams, parsed and serialised by the SDK's own ``jsonrpc_message_adapter``, but reads
+and writes the pipes on the event loop (asyncio pipe transports). As the SDK does, it moves the wire to
+private descriptors and points fd 0 at the null device and fd 1 at stderr, so a stray ``print`` cannot corrupt
+the protocol. A frame longer than ``max_frame`` bytes, or one that is not JSON-RPC, is delivered as an
+exception (the session answers it with a parse error) and the stream goes on. When stdin or stdout is not a
+pipe, socket or terminal (a regular file), it falls back to the SDK's ``stdio_server``.
 """
 
 from __future__ import annotations

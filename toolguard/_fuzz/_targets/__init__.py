@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import _formats, _grammar, _proxy, _runaway, _sse, _stream
+from . import _formats, _grammar, _mcp, _proxy, _runaway, _sse, _stream
 
 __all__: list[str] = []
 
-del _formats, _grammar, _proxy, _runaway, _sse, _stream
+del _formats, _grammar, _mcp, _proxy, _runaway, _sse, _stream
