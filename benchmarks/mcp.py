@@ -1,16 +1,18 @@
 """Added latency of ``toolguard mcp`` per ``tools/call``, measured side by side in one run.
 
 stdio: the official ``ClientSession`` calls a small tool (``add``) on the test server (the SDK's low-level
-``Server``, ``tests/mcp/servers.py``) directly, and through ``python -m toolguard mcp -- <server>``. Goal: the
-guard adds <= 1 ms at the median.
+``Server``, ``tests/mcp/servers.py``) directly, through ``python -m toolguard mcp -- <server>``, and through a
+do-nothing relay on the same transports (``--stdio-relay``, for scale). Goal: the guard adds <= 1 ms at the
+median.
 
 Streamable HTTP: the same client calls the same server (its own process, uvicorn) directly, through the guard
-(``toolguard mcp --upstream``, its own process) and through a do-nothing relay built on the same SDK transports
-and session handling (``--relay``, its own process: ``HttpFront`` with a session that only pumps messages).
-Goal: the guard's added median <= 1.25x the relay's.
+(``toolguard mcp --upstream``, its own process) and through a do-nothing relay built on the same SDK
+transports and session handling (``--relay``, its own process: ``HttpFront`` with a session that only pumps
+messages). Goal: the guard's added median <= 1.25x the relay's.
 
-Variants run in interleaved rounds (every round calls each variant ``--calls`` times) so machine load moves all of
-them alike. Run: ``python benchmarks/mcp.py`` (``--rounds 6 --calls 100``); ``--json`` prints the raw figures.
+Variants run in interleaved rounds (every round calls each variant ``--calls`` times) so machine load moves
+all of them alike. Run: ``python benchmarks/mcp.py`` (``--rounds 6 --calls 100``); ``--json`` prints the raw
+figures.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-# the do-nothing relay (same SDK transports, same HTTP session handling as the guard) --------------------------
+# the do-nothing relay (same SDK transports, same HTTP session handling as the guard) ------------------------
 class _NullReporter:
     sessions_open = 0
 
@@ -105,7 +107,7 @@ def _serve_server(port: int) -> None:
     uvicorn.run(servers.http_app(), host="127.0.0.1", port=port, log_level="warning")
 
 
-# clients -------------------------------------------------------------------------------------------------------
+# clients ----------------------------------------------------------------------------------------------------
 @contextlib.asynccontextmanager
 async def _stdio_session(command: list[str]) -> AsyncIterator[Any]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -138,7 +140,7 @@ async def _calls(session: Any, n: int) -> list[float]:
 
 async def _measure(sessions: dict[str, Any], rounds: int, calls: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in sessions}
-    for name, session in sessions.items():  # warm up
+    for session in sessions.values():  # warm up
         await _calls(session, 20)
     for _ in range(rounds):
         for name, session in sessions.items():
@@ -170,8 +172,19 @@ async def run(rounds: int, calls: int) -> dict[str, Any]:
     procs = [
         subprocess.Popen([sys.executable, __file__, "--serve-server", str(server_port)], env=ENV),
         subprocess.Popen(
-            [sys.executable, "-m", "toolguard", "mcp", "--upstream", upstream, "--port", str(guard_port),
-             "--log-level", "warning"], env=ENV,
+            [
+                sys.executable,
+                "-m",
+                "toolguard",
+                "mcp",
+                "--upstream",
+                upstream,
+                "--port",
+                str(guard_port),
+                "--log-level",
+                "warning",
+            ],
+            env=ENV,
         ),
         subprocess.Popen([sys.executable, __file__, "--relay", upstream, "--port", str(relay_port)], env=ENV),
     ]
@@ -205,7 +218,8 @@ def report(samples: dict[str, Any]) -> str:
         f"calls per variant: {len(s['direct'])} (stdio), {len(h['direct'])} (HTTP); load average "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         "",
-        "| transport | direct p50 | through toolguard p50 | added p50 | do-nothing relay p50 | relay added | ratio |",
+        "| transport | direct p50 | through toolguard p50 | added p50 | do-nothing relay p50 | relay added "
+        "| ratio |",
         "|---|---|---|---|---|---|---|",
         f"| stdio | {_ms(s['direct']):.2f} ms | {_ms(s['guard']):.2f} ms | **{stdio_added:.2f} ms** | "
         f"{_ms(s['relay']):.2f} ms | {stdio_relay:.2f} ms | {stdio_added / stdio_relay:.2f}× |",

@@ -117,9 +117,9 @@ async def test_an_auto_negotiating_client_falls_back_to_the_handshake(guard_url:
     from mcp import Client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-        async with Client(
-            streamable_http_client(f"{guard_url}/mcp", http_client=http), mode="auto"
-        ) as client:
-            result = await client.call_tool("add", {"a": 2, "b": 2})
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(f"{guard_url}/mcp", http_client=http), mode="auto") as client,
+    ):
+        result = await client.call_tool("add", {"a": 2, "b": 2})
     assert result.structured_content == {"result": 4}
