@@ -98,3 +98,19 @@ async def test_git_server_through_the_guard(repo: Path) -> None:
     assert recorder.kinds() == ["forwarded"] * 3 + ["invalid_arguments", "policy_refused"]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert status.strip() == "M notes.txt"  # the refused git_reset did not run
+
+
+def test_the_readme_example_runs() -> None:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(root / "examples" / "mcp_guard.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "convert_time 12:00 UTC -> Tokyo: 21:00:00+09:00 (isError=False)" in out.stdout
+    assert "get_weather: JSON-RPC error -32602: Unknown tool: get_weather" in out.stdout
+    assert "decision=invalid_arguments tool=convert_time id=4 attempts=0 reached_server=False" in out.stdout
