@@ -123,7 +123,6 @@ def _output_validator(name: str, schema: Any) -> tuple[StreamValidator | None, s
 def _entry(raw: Mapping[str, Any], server: str) -> ToolEntry:
     name = raw.get("name")
     read_only, idempotent, destructive = _hints(raw)
-    hints = {"read_only": read_only, "idempotent": idempotent, "destructive": destructive}
     if not isinstance(name, str) or not name:
         return ToolEntry(
             name=str(name), raw=raw, broken=f"the server {server!r} listed a tool without a name"
@@ -133,13 +132,28 @@ def _entry(raw: Mapping[str, Any], server: str) -> ToolEntry:
         checker = ArgumentChecker([tool])
     except (SchemaError, ToolError) as exc:
         reason = f"the server {server!r} advertises tool {name!r} with an unusable inputSchema: {exc}"
-        return ToolEntry(name=name, raw=raw, broken=reason, **hints)
+        return ToolEntry(
+            name=name,
+            raw=raw,
+            broken=reason,
+            read_only=read_only,
+            idempotent=idempotent,
+            destructive=destructive,
+        )
     output_schema = raw.get("outputSchema")
     output = None
     if output_schema is not None:
         output, _problem = _output_validator(name, output_schema)
     return ToolEntry(
-        name=name, raw=raw, tool=tool, checker=checker, output=output, output_schema=output_schema, **hints
+        name=name,
+        raw=raw,
+        tool=tool,
+        checker=checker,
+        output=output,
+        output_schema=output_schema,
+        read_only=read_only,
+        idempotent=idempotent,
+        destructive=destructive,
     )
 
 
@@ -277,10 +291,10 @@ class Catalog:
         if structured is None:
             reason = f"the tool {entry.name!r} declares an outputSchema but returned no structuredContent"
         else:
-            reason = _output_violation(entry.output_schema, structured)
-            if reason is None:
+            violation = _output_violation(entry.output_schema, structured)
+            if violation is None:
                 return ResultCheck(result)
-            reason = f"the structuredContent of {entry.name!r} does not match its outputSchema: {reason}"
+            reason = f"the structuredContent of {entry.name!r} does not match its outputSchema: {violation}"
         return ResultCheck(
             tool_result(f"The server's result was withheld: {reason}."), "output_invalid", reason
         )

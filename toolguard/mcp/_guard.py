@@ -78,7 +78,8 @@ class _http_streams:
     async def __aenter__(self) -> tuple[Any, Any]:
         await self._client.__aenter__()
         try:
-            return await self._cm.__aenter__()
+            streams: tuple[Any, Any] = await self._cm.__aenter__()
+            return streams
         except BaseException:
             await self._client.__aexit__(None, None, None)
             raise

@@ -211,7 +211,8 @@ class Upstream:
 
     async def _request_now(self, method: str, params: dict[str, Any] | None, *, timeout: float | None) -> Any:
         rid = f"{self._prefix}{next(self._ids)}"
-        event, box = anyio.Event(), []
+        event = anyio.Event()
+        box: list[Any] = []
         self._own[rid] = (event, box)
         request = JSONRPCRequest(jsonrpc="2.0", id=rid, method=method, params=params)
         try:

@@ -109,7 +109,10 @@ def _frame(rng: random.Random, rid: str) -> dict[str, Any]:
             ["ping", "no/such", "resources/list", "prompts/list", "tools/list", "x" * 300]
         )
     elif kind == "notification":
-        note = {"jsonrpc": "2.0", "method": rng.choice(["notifications/cancelled", "notifications/whatever"])}
+        note: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "method": rng.choice(["notifications/cancelled", "notifications/whatever"]),
+        }
         if rng.random() < 0.5:
             note["params"] = {"requestId": "nobody"}
         return {"text": json.dumps(note), "id": None, "deep": False}
@@ -300,6 +303,7 @@ class McpTarget(Target):
             by_id.setdefault(rid, []).extend(answers)
         nulls += more_nulls
         violations: list[Violation] = []
+        assert self._proc is not None
         if self._proc.poll() is not None:
             return [
                 Violation("no-crash", "the guard keeps running", f"it exited with {self._proc.returncode}")
