@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import datetime
 import json
+import lzma
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
 import toolguard
-from toolguard import SchemaError, Tool, ToolCall, ToolError, ToolSet, tool
+from toolguard import SchemaError, StreamValidator, Tool, ToolCall, ToolError, ToolSet, tool
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "tools"
+BFCL = Path(__file__).resolve().parent / "data" / "bfcl" / "functions.jsonl.xz"
 
 
 def test_tool_from_a_typed_function() -> None:
@@ -111,6 +114,105 @@ def test_bfcl_type_names_are_normalised_once() -> None:
     params = toolset["bfcl"].parameters
     assert params["type"] == "object"
     assert params["properties"] == {"x": {"type": "number"}, "t": {"type": "array", "items": {}}}
+
+
+def _bfcl_docs() -> list[dict[str, Any]]:
+    """BFCL's published function docs, every category, deduplicated (tests/data/bfcl/SOURCE.md)."""
+    with lzma.open(BFCL, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def _type_names(schema: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        found.update([t] if isinstance(t, str) else t if isinstance(t, list) else [])
+        for value in schema.values():
+            found |= _type_names(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found |= _type_names(value)
+    return found
+
+
+def test_every_bfcl_function_doc_loads_with_its_type_names_mapped() -> None:
+    rows = _bfcl_docs()
+    assert len(rows) > 3000
+    categories = {row["category"] for row in rows}
+    assert {"BFCL_v4_simple_java", "BFCL_v4_simple_javascript", "BFCL_v4_live_multiple"} <= categories
+    names = set().union(*(_type_names(row["function"].get("parameters")) for row in rows))
+    # the Java and JavaScript categories' names are among them
+    assert {"String", "Array", "Boolean", "HashMap", "ArrayList", "long", "char", "double", "any"} <= names
+    refused = []
+    for row in rows:
+        try:
+            toolset = ToolSet.from_openai([{"type": "function", "function": row["function"]}])
+        except (SchemaError, ToolError) as exc:
+            refused.append(f"{row['category']}: {exc}")
+            continue
+        (loaded,) = toolset
+        assert _type_names(loaded.parameters) <= {
+            "object",
+            "array",
+            "string",
+            "number",
+            "integer",
+            "boolean",
+            "null",
+        }
+    assert not refused, refused[:5]
+
+
+def test_bfcl_java_and_javascript_docs_mean_what_bfcl_means() -> None:
+    by_name = {row["function"]["name"]: row["function"] for row in _bfcl_docs()}
+    java = ToolSet.from_openai([{"type": "function", "function": by_name["TwoSum.twoSum"]}])["TwoSum.twoSum"]
+    assert java.parameters["type"] == "object"
+    assert {p["type"] for p in java.parameters["properties"].values()} <= {"array", "string", "integer"}
+    js = by_name["createAuthToken"]  # "String", "dict", and a blank type name on options.issuer
+    params = ToolSet.from_openai([{"type": "function", "function": js}])["createAuthToken"].parameters
+    assert params["properties"]["username"]["type"] == "string"
+    assert params["properties"]["options"]["type"] == "object"
+    assert "type" not in params["properties"]["options"]["properties"]["issuer"]  # no constraint
+    validator = StreamValidator(params)
+    validator.feed('{"username": 7')
+    assert validator.verdict.state == "rejected" and validator.verdict.error.path == "/username"
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        ("String", "string"),
+        ("Boolean", "boolean"),
+        ("Array", "array"),
+        ("ArrayList", "array"),
+        ("HashMap", "object"),
+        ("Hashtable", "object"),
+        ("long", "integer"),
+        ("Bigint", "integer"),
+        ("char", "string"),
+        ("double", "number"),
+        ("Queue", "array"),
+        ("Stack", "array"),
+        ("Set", "array"),
+        (["String", "null"], ["string", "null"]),
+        ("any", None),
+        ("Any", None),
+        ("", None),
+    ],
+)
+def test_language_type_names(declared: Any, expected: Any) -> None:
+    schema = ToolSet.from_openai(
+        [{"name": "t", "parameters": {"type": "object", "properties": {"x": {"type": declared}}}}]
+    )["t"].parameters
+    assert schema["properties"]["x"].get("type") == expected
+
+
+@pytest.mark.parametrize("declared", ["Promise", "function", "Date", "Optional[str]"])
+def test_type_names_with_no_json_schema_meaning_are_refused_naming_the_tool(declared: str) -> None:
+    with pytest.raises(SchemaError, match=rf"tool 'js_tool'.*unknown type name '{re.escape(declared)}'"):
+        ToolSet.from_openai(
+            [{"name": "js_tool", "parameters": {"type": "object", "properties": {"x": {"type": declared}}}}]
+        )
 
 
 @pytest.mark.parametrize(
@@ -255,3 +357,41 @@ def test_invalid_tool_options() -> None:
         Tool("")
     with pytest.raises(ToolError, match="timeout"):
         Tool("x", timeout=0)
+
+
+def test_tool_call_with_mapping_arguments_is_serialised_once() -> None:
+    call = ToolCall("get_weather", {"city": "Zürich", "days": 3}, "toolu_1")  # an Anthropic tool_use.input
+    assert call.arguments == '{"city": "Zürich", "days": 3}'
+    assert call.parsed_arguments() == {"city": "Zürich", "days": 3}
+    assert call == ToolCall("get_weather", '{"city": "Zürich", "days": 3}', "toolu_1")
+
+    @tool
+    def get_weather(city: str, days: int) -> str:
+        return f"{city}:{days}"
+
+    record = toolguard.Executor([get_weather]).execute(call)
+    assert (record.status, record.result) == ("ok", "Zürich:3")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["Paris"], "not list"),
+        (b'{"city": "Paris"}', "not bytes"),
+        ({1: "x"}, "must be a string"),
+        ({"x": float("nan")}, "cannot be written as JSON"),
+        ({"when": datetime.date(2024, 1, 1)}, "cannot be written as JSON"),
+    ],
+)
+def test_tool_call_refuses_arguments_that_are_not_one_json_object_at_construction(
+    arguments: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        ToolCall("f", arguments)
+
+
+def test_tool_call_from_openai_reads_object_arguments_and_refuses_other_shapes() -> None:
+    entry = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": [1, 2]}}}
+    assert ToolCall.from_openai(entry) == ToolCall("f", '{"a": [1, 2]}', "c1")
+    with pytest.raises(ToolError, match="JSON text or an object"):
+        ToolCall.from_openai({"function": {"name": "f", "arguments": [1]}})

@@ -27,7 +27,7 @@ __all__ = ["Tool", "ToolCall", "ToolSet", "tool"]
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """A tool call *proposed* by a model. ``arguments`` is the raw JSON text the model wrote.
 
@@ -35,13 +35,27 @@ class ToolCall:
     arguments object, so ``1e999``, ``1.0``, ``-0``, big integers and key order survive); decode it with
     ``parsed_arguments`` when a value is needed.
 
+    Calls built by code carry objects (an Anthropic ``tool_use.input``, a test): ``arguments`` may be a
+    mapping, serialised here once (``json.dumps``, key order kept, no NaN or infinity), so ``arguments`` is
+    always text afterwards. Anything else (a list, bytes, a value JSON cannot hold) raises ``TypeError`` at
+    construction, never later inside the executor.
+
     ``id`` is the call id the model (or API) gave, ``None`` when the wire format carries none. A proposal is
     not an execution: only ``Executor.execute`` turns it into an ``ExecutionRecord``.
     """
 
     name: str
-    arguments: str = "{}"
-    id: str | None = None
+    arguments: str
+    id: str | None
+
+    def __init__(self, name: str, arguments: str | Mapping[str, Any] = "{}", id: str | None = None) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"ToolCall name must be a string, not {type(name).__name__}")
+        if id is not None and not isinstance(id, str):
+            raise TypeError(f"ToolCall id must be a string or None, not {type(id).__name__}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "arguments", arguments_text(arguments))
+        object.__setattr__(self, "id", id)
 
     def parsed_arguments(self) -> Any:
         """``json.loads(arguments)`` (``{}`` for blank text); raises ``ValueError`` on malformed JSON."""
@@ -69,10 +83,33 @@ class ToolCall:
         arguments = fn.get("arguments", "{}")
         if arguments is None:
             arguments = "{}"
-        elif not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)
+        elif not isinstance(arguments, (str, Mapping)):
+            raise ToolError(
+                f"a tool call's arguments must be JSON text or an object, got {type(arguments).__name__}"
+            )
         call_id = entry.get("id")
         return cls(name=str(fn.get("name") or ""), arguments=arguments, id=str(call_id) if call_id else None)
+
+
+def arguments_text(arguments: str | Mapping[str, Any]) -> str:
+    """The JSON text of a call's arguments: text as given, a mapping serialised once (key order kept).
+
+    Raises ``TypeError`` for anything else, and for a mapping JSON cannot hold (a non-string key, a value
+    that is not JSON, NaN or infinity), saying what to pass instead.
+    """
+    if isinstance(arguments, str):
+        return arguments
+    if not isinstance(arguments, Mapping):
+        raise TypeError(
+            f"ToolCall arguments must be JSON text or a mapping, not {type(arguments).__name__}; "
+            "tool arguments are one JSON object"
+        )
+    if not all(isinstance(key, str) for key in arguments):
+        raise TypeError("ToolCall arguments: every key of the mapping must be a string (JSON object keys)")
+    try:
+        return json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"ToolCall arguments cannot be written as JSON: {exc}") from None
 
 
 def _check_schema(schema: Any, tool: str) -> None:

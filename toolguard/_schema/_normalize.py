@@ -1,8 +1,9 @@
 """Normalise tool schemas once, at the edge.
 
-Tool schemas in the wild use BFCL-style type names (``dict``, ``float``, ``tuple``, ``any``...) and several
-JSON Schema drafts. ``normalize_schema`` maps the type names to JSON Schema and returns a new dict; it never
-mutates its input. Draft detection reads ``$schema`` only (no network, no guessing from keywords).
+Tool schemas in the wild use language type names (BFCL's ``dict``, ``float``, ``tuple``, ``any``, and its Java
+and JavaScript ``String``, ``HashMap``, ``ArrayList``...) and several JSON Schema drafts. ``normalize_schema``
+maps the type names to JSON Schema and returns a new dict; it never mutates its input. Draft detection reads
+``$schema`` only (no network, no guessing from keywords).
 """
 
 from __future__ import annotations
@@ -24,24 +25,48 @@ _DRAFT_URIS: dict[str, Draft] = {
     "json-schema.org/draft/2020-12/schema": "draft2020-12",
 }
 
-# BFCL and other tool-calling datasets use language type names. "any" means no type constraint.
+# Language type names that tool sets in the wild use for JSON Schema types: Python (BFCL's own ``dict``,
+# ``float``, ``tuple``, ``any``), Java and JavaScript (BFCL's ``String``, ``HashMap``, ``ArrayList``,
+# ``Boolean``, ``long``, ``char``...). Looked up case-insensitively, so ``String`` and ``Array`` are the JSON
+# types they spell. ``None`` means no type constraint: ``any``, and a blank name (one BFCL doc declares
+# ``"type": ""``), which says nothing about the value. Every type name in BFCL's published function docs is
+# here (tests/data/bfcl); anything else is refused, naming the tool.
 _TYPE_NAMES: dict[str, str | None] = {
+    # object
     "dict": "object",
+    "object": "object",
+    "map": "object",
+    "hashmap": "object",
+    "hashtable": "object",
+    # number / integer
     "float": "number",
     "double": "number",
+    "number": "number",
     "int": "integer",
+    "integer": "integer",
     "long": "integer",
+    "short": "integer",
+    "byte": "integer",
+    "bigint": "integer",
+    # string / boolean / null
     "str": "string",
+    "string": "string",
+    "char": "string",
     "bool": "boolean",
+    "boolean": "boolean",
+    "none": "null",
+    "null": "null",
+    # array
     "list": "array",
+    "array": "array",
     "tuple": "array",
     "arraylist": "array",
-    "hashmap": "object",
-    "char": "string",
-    "byte": "integer",
-    "short": "integer",
-    "none": "null",
+    "set": "array",
+    "queue": "array",
+    "stack": "array",
+    # no constraint
     "any": None,
+    "": None,
 }
 _JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 
@@ -89,10 +114,15 @@ def _map_type(value: Any, path: str, tool: str | None) -> Any:
     if isinstance(value, str):
         if value in _JSON_TYPES:
             return value
-        lowered = value.lower()
+        lowered = value.strip().lower()
         if lowered in _TYPE_NAMES:
             return _TYPE_NAMES[lowered]
-        raise SchemaError(f"unknown type name {value!r}", path=path, tool=tool)
+        raise SchemaError(
+            f"unknown type name {value!r}: use a JSON Schema type (object, array, string, number, integer, "
+            "boolean, null)",
+            path=path,
+            tool=tool,
+        )
     if isinstance(value, list):
         mapped = [_map_type(v, path, tool) for v in value]
         if any(m is None for m in mapped):
