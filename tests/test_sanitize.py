@@ -8,6 +8,7 @@ that name tokens, keys and passwords without holding one (tests/data/sanitize/SO
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,12 @@ def test_real_library_messages_that_name_secrets_are_left_alone() -> None:
     assert len(rows) > 150 and {p for p, _ in rows} >= {"openai", "transformers", "mcp", "huggingface_hub"}
     changed = [(p, m, sanitize(m)) for p, m in rows if sanitize(m) != " ".join(m.split())]
     assert not changed, changed[:5]
+
+
+@pytest.mark.parametrize("text", ["key." * 6000, "a." * 10000, "token " * 4000, "api key a" * 3000])
+def test_hostile_text_does_not_hang(text: str) -> None:
+    # ``key.key.key...`` took 30+ s before the name patterns were bounded (quadratic backtracking); a
+    # no-hang check with a wide margin, not a speed goal.
+    start = time.process_time()
+    sanitize(text)
+    assert time.process_time() - start < 5.0

@@ -56,8 +56,9 @@ _STRONG = (
     r"password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
     r"credentials?|client[_-]?secret|(?:access|refresh|auth|id|bearer|session)[_-]?token"
 )
+# Bounded on both sides: an unbounded ``[\w.-]*`` before the name made ``key.key.key...`` quadratic.
 _SECRET_KEYS = (
-    rf"[\w.-]*(?:{_STRONG}|token|auth(?:orization)?|session[_-]?id|cookie|signature)[\w.-]*"
+    rf"[\w.-]{{0,40}}?(?:{_STRONG}|token|auth(?:orization)?|session[_-]?id|cookie|signature)[\w.-]{{0,40}}"
 )
 _KEY_VALUE = re.compile(
     rf"(?i)([\"']?\b({_SECRET_KEYS})[\"']?(\s*)([=:])(\s*))(?!\[REDACTED\]|(?:bearer|basic|token)\s)"
@@ -71,7 +72,8 @@ _CONTEXT_WORD = (
     r"(?:access|refresh|auth|bearer|api)[ _-]?token|token|password|passwd|passphrase|credentials?)"
 )
 _GENERIC = re.compile(
-    _CONTEXT_WORD + r"((?:[ \t\w.-]{0,20}?)[\s'\"]{0,3}(?:=>|:=|[=:,>])(?!//)[\s'\"`=]{0,5})([\w.~+/=*-]{3,150})"
+    _CONTEXT_WORD
+    + r"((?:[ \t\w.-]{0,20}?)[\s'\"]{0,3}(?:=>|:=|[=:,>])(?!//)[\s'\"`=]{0,5})([\w.~+/=*-]{3,150})"
 )
 # The same words followed by the value with no operator ("API key XYZ", "token abc123 expired").
 _INTRODUCED = re.compile(_CONTEXT_WORD + r"(\s+(?:is\s+|was\s+|of\s+)?[\"'`]?)([\w.~+/=*-]{3,150})")
