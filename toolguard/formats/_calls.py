@@ -20,8 +20,9 @@ import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, missing from typeshed
 from typing import Any
 
+from .._schema._limits import DEFAULT_LIMITS
 from .._tools import ToolCall
-from ._json import DEFAULT_MAX_DEPTH, JsonScanner
+from ._json import JsonScanner
 
 __all__ = [
     "call_like_prefix",
@@ -36,9 +37,9 @@ _CALL_KEYS = frozenset({"name", "arguments", "parameters", "id", "type"})
 _CALL_LIKE = re.compile(r'\s*(?:\[\s*)?\{\s*(?:"(?:name|function|type|id|tool_name)"|$)')
 _SKIP_WS = re.compile(r"[ \t\n\r]*")
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-# render() nests the arguments two levels deep (an array of calls, a call); deeper objects are written as a
-# JSON string so that parse() still reads them within its depth cap.
-_RENDER_MAX_DEPTH = DEFAULT_MAX_DEPTH - 2
+# render() writes arguments verbatim only when they are one JSON object the validator could accept (its depth
+# cap); parse() reads them back inside the call's own wrapping (see _json.CALL_WRAPPING).
+_RENDER_MAX_DEPTH = DEFAULT_LIMITS.max_depth
 
 Path = tuple[str | int, ...]
 
