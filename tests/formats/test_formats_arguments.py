@@ -20,9 +20,9 @@ ARGS = (
 CONCRETE = ["openai", "hermes", "llama3", "mistral", "react"]
 
 
-def only_call(text: str, fmt: str) -> ToolCall:
+def only_call(text: str, fmt: str, *, problems: tuple[str, ...] = ()) -> ToolCall:
     parsed = parse(text, format=fmt)  # type: ignore[arg-type]
-    assert parsed.problems == [] and parsed.complete, parsed.problems
+    assert [p.kind for p in parsed.problems] == list(problems) and parsed.complete, parsed.problems
     assert len(parsed.tool_calls) == 1, parsed
     return parsed.tool_calls[0]
 
@@ -57,8 +57,18 @@ def test_string_arguments_are_their_decoded_content() -> None:
     assert only_call(text, "openai").arguments == ARGS
 
 
-def test_non_object_arguments_keep_their_text_too() -> None:
-    assert only_call('{"name": "f", "arguments": [1e999, 1.0]}', "openai").arguments == "[1e999, 1.0]"
+def test_non_object_arguments_keep_their_text_too_and_are_reported() -> None:
+    call = only_call('{"name": "f", "arguments": [1e999, 1.0]}', "openai", problems=("arguments_not_object",))
+    assert call.arguments == "[1e999, 1.0]"
+
+
+@pytest.mark.parametrize("value", ['"hello"', '"[oops"', '"{\\"a\\": 1} tail"', '""'])
+def test_a_string_that_is_not_one_object_stays_json_and_is_reported(value: str) -> None:
+    # the peers pass such strings through as arguments text that is not JSON; here the arguments stay JSON
+    # (the string's own text), parsed_arguments() works, and the validator rejects them with a clear message
+    call = only_call(f'{{"name": "f", "arguments": {value}}}', "openai", problems=("arguments_not_object",))
+    assert call.arguments == value
+    assert call.parsed_arguments() == json.loads(value)
 
 
 def test_a_number_past_the_int_digits_limit_is_still_a_call() -> None:
@@ -99,14 +109,26 @@ def test_render_verbatim_includes_surrounding_whitespace_and_parse_gives_the_obj
     assert only_call(text, "openai").arguments == '{"a": 1.0}'
 
 
-@pytest.mark.parametrize("args", ["[1e999]", '{"a": NaN}', '{"a": 1} trailing', "1e999", "Infinity"])
-def test_render_writes_other_text_as_a_string_that_parses_back_identical(args: str) -> None:
+@pytest.mark.parametrize("args", ["[1e999]", "1e999", '"hello"', "null"])
+def test_render_writes_other_json_verbatim_and_it_parses_back_identical(args: str) -> None:
     for fmt in ("openai", "hermes", "llama3", "mistral"):
         text = render([ToolCall("f", args)], format=fmt)
-        assert only_call(text, fmt).arguments == args
+        assert args in text
+        expected = "{}" if args == "null" else args
+        problems = () if args == "null" else ("arguments_not_object",)
+        assert only_call(text, fmt, problems=problems).arguments == expected
+
+
+@pytest.mark.parametrize("args", ['{"a": NaN}', '{"a": 1} trailing', "Infinity", "not json"])
+def test_render_writes_text_that_is_not_json_as_a_json_string(args: str) -> None:
+    for fmt in ("openai", "hermes", "llama3", "mistral"):
+        text = render([ToolCall("f", args)], format=fmt)
+        call = only_call(text, fmt, problems=("arguments_not_object",))
+        assert call.arguments == json.dumps(args) and call.parsed_arguments() == args
 
 
 def test_render_of_an_object_too_deep_to_nest_falls_back_to_a_string() -> None:
     args = '{"a": ' * 255 + "1e999" + "}" * 255
     for fmt in ("openai", "hermes", "mistral"):
-        assert only_call(render([ToolCall("f", args)], format=fmt), fmt).arguments == args
+        call = only_call(render([ToolCall("f", args)], format=fmt), fmt, problems=("arguments_not_object",))
+        assert call.parsed_arguments() == args

@@ -231,9 +231,10 @@ def test_react_action_and_fake_observation() -> None:
     assert "Observation" in parsed.problems[0].message
 
 
-def test_react_non_json_input_is_passed_on_raw_and_reported() -> None:
+def test_react_non_json_input_is_passed_on_as_a_json_string_and_reported() -> None:
     parsed = parse("Action: search\nAction Input: weather in Paris\n", format="react")
-    assert parsed.tool_calls == [ToolCall("search", "weather in Paris")]
+    assert parsed.tool_calls == [ToolCall("search", '"weather in Paris"')]
+    assert parsed.tool_calls[0].parsed_arguments() == "weather in Paris"  # JSON, so the validator decides
     assert kinds(parsed) == ["arguments_not_json"]
 
 
@@ -278,3 +279,72 @@ def test_unknown_format_is_refused() -> None:
 def test_every_format_accepts_empty_text(fmt: str) -> None:
     parsed = parse("", format=fmt)  # type: ignore[arg-type]
     assert parsed.tool_calls == [] and parsed.complete
+
+
+# --- inputs from the peers' suites that used to go wrong (issue: right on inputs nobody here wrote) ---------
+def test_python_tag_followed_by_a_list_of_python_calls() -> None:
+    parsed = parse('<|python_tag|>[get_weather(city="Paris"), search(q="x", n=2)]<|eom_id|>', format="llama3")
+    assert parsed.tool_calls == [
+        ToolCall("get_weather", '{"city": "Paris"}'),
+        ToolCall("search", '{"q": "x", "n": 2}'),
+    ]
+    assert parsed.problems == [] and parsed.content == ""
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "openai", "llama3", "auto"])
+@pytest.mark.parametrize("fence", ["```json\n", "```\n", "  ```JSON \n\n", "```xml\n<tools>\n"])
+def test_a_fence_around_a_call_is_not_content(fmt: str, fence: str) -> None:
+    closer = "</tools>\n```" if "<tools>" in fence else "```"
+    text = f'{fence}{{"name": "f", "arguments": {{"a": 1}}}}\n{closer}\n'
+    parsed = parse(text, format=fmt)  # type: ignore[arg-type]
+    assert parsed.tool_calls == [ToolCall("f", '{"a": 1}')]
+    assert parsed.content.strip() == "" and parsed.fabricated == "" and parsed.problems == []
+
+
+def test_a_fence_around_code_stays_content() -> None:
+    text = "```python\nprint({'a': 1})\n```\n"
+    assert parse(text, format="hermes") == Parsed(content=text, format="hermes")
+
+
+@pytest.mark.parametrize("fmt", ["mistral", "auto"])
+def test_mistral_v11_without_its_args_token(fmt: str) -> None:
+    parsed = parse('[TOOL_CALLS]get_weather{"city": "Paris"}[TOOL_CALLS]add{"a": 1}', format=fmt)  # type: ignore[arg-type]
+    assert parsed.tool_calls == [ToolCall("get_weather", '{"city": "Paris"}'), ToolCall("add", '{"a": 1}')]
+    assert parsed.problems == []
+
+
+def test_bare_name_without_arguments_key_is_an_answer_but_a_marked_one_is_a_call() -> None:
+    # Decision: JSON with no marker is a call only when it has "arguments"/"parameters" (as vLLM, SGLang and
+    # llama.cpp require); inside a call marker the marker says it is a call, and no key means no arguments.
+    assert parse('{"name": "get_time"}', format="openai").tool_calls == []
+    assert parse('{"name": "get_time"}', format="openai").content == '{"name": "get_time"}'
+    assert parse('[{"name": "a"}, {"name": "b"}]', format="llama3").tool_calls == []
+    assert parse('<tool_call>{"name": "get_time"}</tool_call>', format="hermes").tool_calls == [
+        ToolCall("get_time", "{}")
+    ]
+    assert parse('[TOOL_CALLS][{"name": "get_time"}]', format="mistral").tool_calls == [ToolCall("get_time")]
+
+
+def test_one_bad_pythonic_call_keeps_its_siblings() -> None:
+    parsed = parse("[get_weather(city='Paris'), bad(x=b'z'), search(q='x')]", format="llama3")
+    assert [c.name for c in parsed.tool_calls] == ["get_weather", "search"]
+    assert kinds(parsed) == ["malformed"] and "bad(x=b'z')" in parsed.problems[0].text
+    tagged = parse("<|python_tag|>[f(a=1), g(1, 2)]", format="llama3")
+    assert [c.name for c in tagged.tool_calls] == ["f"] and kinds(tagged) == ["malformed"]
+
+
+def test_pythonic_lookalikes_in_prose_stay_content() -> None:
+    for text in [
+        "See [the docs](https://x.y) first.",
+        "[print(x) for x in y]",
+        "[len(a), 3]",
+        "[f(1)]",
+        "[a]",
+    ]:
+        parsed = parse(text, format="llama3")
+        assert parsed.tool_calls == [] and parsed.content == text, text
+
+
+def test_an_unclosed_pythonic_list_is_unterminated() -> None:
+    parsed = parse("[get_weather(city='Par", format="llama3")
+    assert parsed.tool_calls == [] and not parsed.complete and kinds(parsed) == ["unterminated"]

@@ -42,10 +42,11 @@ def test_exact_shapes() -> None:
     assert render(one, format="react") == 'Action: a\nAction Input: {"x": 1}'
 
 
-def test_non_object_arguments_survive_as_text() -> None:
+def test_text_that_is_not_json_survives_as_a_json_string() -> None:
     call = ToolCall("a", "not json {")
     for fmt in ("openai", "hermes", "llama3", "mistral"):  # a tuple of literals: mypy sees each as a Format
-        assert parse(render([call], format=fmt), format=fmt).tool_calls == [call]
+        (back,) = parse(render([call], format=fmt), format=fmt).tool_calls
+        assert back.name == "a" and back.parsed_arguments() == "not json {"
 
 
 def test_content_prefix() -> None:

@@ -6,9 +6,11 @@
 on the way (concatenated JSON calls, calls embedded in prose, unterminated or malformed calls): reported,
 never silently merged or dropped. ``StreamingParser`` does the same chunk by chunk, in linear time, and
 ``render`` writes calls in a format. Formats: ``openai`` (JSON ``{"name", "arguments"}`` or arrays of them),
-``hermes`` (Qwen ``<tool_call>…</tool_call>``), ``llama3`` (JSON with ``parameters``, ``<|python_tag|>``),
-``mistral`` (``[TOOL_CALLS][…]`` and ``[TOOL_CALLS]name[ARGS]{…}``), ``react`` (``Action:``/``Action Input:``)
-and ``auto``. Sans-IO: nothing here reads a clock, starts a thread or does I/O.
+``hermes`` (Qwen ``<tool_call>…</tool_call>``, bare JSON, ``<function=name>{…}</function>``), ``llama3`` (JSON
+with ``parameters``, ``<|python_tag|>`` with JSON or Python, the pythonic list ``[f(a=1)]``, Llama 4's
+``<|python_start|>``), ``mistral`` (``[TOOL_CALLS][…]``, ``[TOOL_CALLS]name[ARGS]{…}`` and ``name{…}``),
+``react`` (``Action:``/``Action Input:``) and ``auto``. Sans-IO: nothing here reads a clock, starts a thread
+or does I/O.
 """
 
 from __future__ import annotations

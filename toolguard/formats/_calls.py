@@ -3,8 +3,10 @@
 ``ToolCall.arguments`` is the text the model wrote, never a re-serialisation: when ``arguments`` (or
 ``parameters``) is a JSON object inside the call, it is the raw span of that object, character for character
 (number spellings such as ``1e999``, ``1.0``, ``-0`` or 23-digit integers, escapes, key order and
-whitespace inside it all survive); when it is a JSON string, its decoded content (OpenAI's convention).
-``render`` does the inverse: an arguments text that is one JSON object is written verbatim.
+whitespace inside it all survive); when it is a JSON string holding one object, its decoded content (OpenAI's
+convention); any other value (a string that is not an object, a number, an array) keeps its JSON text, so
+``arguments`` is always JSON and the validator, not ``json.loads``, says what is wrong with it. ``render``
+does the inverse: an arguments text that is one JSON value is written verbatim.
 
 To find those spans, ``calls_from_json`` walks the (already syntax-checked) text of a call down to the
 arguments' level (an array of calls, a call, a call's ``function`` object) and decodes every other value in
@@ -14,7 +16,6 @@ one go with the C decoder, numbers kept as their text (``_Number``), so nothing 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, missing from typeshed
@@ -29,7 +30,7 @@ __all__ = [
     "calls_from_json",
     "embedded_arguments",
     "is_json_object",
-    "pythonic_calls",
+    "is_json_value",
 ]
 
 _CALL_KEYS = frozenset({"name", "arguments", "parameters", "id", "type"})
@@ -107,19 +108,25 @@ def _decode(raw: str, i: int, path: Path, spans: dict[Path, tuple[int, int]]) ->
 
 
 def _arguments(raw: str, body: dict[str, Any], path: Path, spans: dict[Path, tuple[int, int]]) -> str:
-    """The ``ToolCall.arguments`` text of a call object: a string's content, any other value's raw text."""
+    """The ``ToolCall.arguments`` text of a call object.
+
+    A JSON string holding one JSON object is OpenAI's convention: its decoded content. Any other value keeps
+    its raw text, a JSON string that holds something else included (``"hello"``, ``"[oops"``, an object
+    with tail text): that is valid JSON, just not an object, so the validator rejects it with a message the
+    model can act on, and ``parsed_arguments()`` never raises. ``null`` or no key: ``{}``.
+    """
     key = "arguments" if "arguments" in body else "parameters"
     value = body.get(key)
     if value is None:
         return "{}"
-    if isinstance(value, str):
+    if isinstance(value, str) and is_json_object(value):
         return value
     start, end = spans[(*path, key)]
     return raw[start:end]
 
 
 def _one_call(
-    raw: str, value: Any, path: Path, spans: dict[Path, tuple[int, int]], *, strict: bool
+    raw: str, value: Any, path: Path, spans: dict[Path, tuple[int, int]], *, strict: bool, keyed: bool
 ) -> ToolCall | None:
     if not isinstance(value, dict):
         return None
@@ -130,10 +137,12 @@ def _one_call(
             return None
         name, body, body_path = fn["name"], fn, (*path, "function")
     elif isinstance(value.get("name"), str):
-        if strict and (not set(value) <= _CALL_KEYS or not ({"arguments", "parameters"} & set(value))):
+        if strict and not set(value) <= _CALL_KEYS:
             return None
         name, body, body_path = value["name"], value, path
     else:
+        return None
+    if keyed and not {"arguments", "parameters"} & set(body):
         return None
     if not name.strip():
         return None
@@ -145,12 +154,15 @@ def _one_call(
     )
 
 
-def calls_from_json(raw: str, *, strict: bool) -> list[ToolCall] | None:
+def calls_from_json(raw: str, *, strict: bool, keyed: bool = True) -> list[ToolCall] | None:
     """The calls a JSON text spells (one call or an array of calls), or ``None`` when it is not a call.
 
-    ``raw`` is one JSON object or array, already checked by ``JsonScanner``. ``strict`` (used for JSON found
-    in prose or after a call) demands the call keys and nothing else, so that an ordinary object with a
-    ``name`` key is not taken for a call.
+    ``raw`` is one JSON object or array, already checked by ``JsonScanner``. ``strict`` (JSON found in prose
+    or after a call) demands the call keys and nothing else, so that an ordinary object with a ``name`` key
+    is not taken for a call. ``keyed`` demands an ``arguments`` (or ``parameters``) key: JSON without a call
+    marker around it is a call only when it says so, as the peer parsers require (``{"name": "Alice"}`` is an
+    answer); inside ``<tool_call>``, ``[TOOL_CALLS]`` or ``<|python_tag|>`` the marker says it, and a missing
+    key means no arguments.
     """
     spans: dict[Path, tuple[int, int]] = {}
     try:
@@ -160,9 +172,9 @@ def calls_from_json(raw: str, *, strict: bool) -> list[ToolCall] | None:
     if isinstance(value, list):
         if not value:
             return None
-        calls = [_one_call(raw, v, (k,), spans, strict=strict) for k, v in enumerate(value)]
+        calls = [_one_call(raw, v, (k,), spans, strict=strict, keyed=keyed) for k, v in enumerate(value)]
         return None if any(c is None for c in calls) else [c for c in calls if c is not None]
-    call = _one_call(raw, value, (), spans, strict=strict)
+    call = _one_call(raw, value, (), spans, strict=strict, keyed=keyed)
     return None if call is None else [call]
 
 
@@ -175,99 +187,37 @@ def is_json_object(arguments: str) -> bool:
     return status == "done" and end == len(text)
 
 
-def embedded_arguments(arguments: str) -> str:
-    """The JSON text ``render`` writes for ``arguments``: the text itself, verbatim, when it is one JSON
-    object; ``{}`` for blank text; otherwise the text as a JSON string.
+def is_json_value(text: str) -> bool:
+    """Is this text one strict JSON value of any kind (whitespace around it allowed)? No NaN, no Infinity."""
+    text = text.strip()
+    if not text:
+        return False
+    if text[0] in "{[":
+        status, end = JsonScanner(max_depth=_RENDER_MAX_DEPTH).scan(text)
+        return status == "done" and end == len(text)
+    if text[0] == '"':
+        try:
+            _, end = scanstring(text, 1, True)
+        except ValueError:
+            return False
+        return end == len(text)
+    return text in ("true", "false", "null") or _JSON_NUMBER.fullmatch(text) is not None
 
-    Inverse of what the parser reads: parsing the result gives back ``arguments.strip()`` for an object (the
-    object's span) and ``arguments`` itself for text that is not one.
+
+def embedded_arguments(arguments: str) -> str:
+    """The JSON text ``render`` writes for ``arguments``: the text itself, verbatim, when it is one JSON value
+    (an object, or the JSON text of something else: ``"hello"``, ``[1e999]``); ``{}`` for blank text;
+    otherwise the text as a JSON string.
+
+    Inverse of what the parser reads: parsing the result gives back ``arguments.strip()`` for a JSON value,
+    except a JSON string that holds one object (read as that object, OpenAI's convention), and the JSON
+    string of the text for text that is not JSON (``json.loads`` of it is the text).
     """
     if not arguments.strip():
         return "{}"
-    return arguments if is_json_object(arguments) else json.dumps(arguments, ensure_ascii=False)
+    return arguments if is_json_value(arguments) else json.dumps(arguments, ensure_ascii=False)
 
 
 def call_like_prefix(text: str) -> bool:
     """Does this (unterminated) JSON text open like a call?"""
     return _CALL_LIKE.match(text) is not None
-
-
-def _callee(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        # Llama's built-in tools: brave_search.call(query=...) names the tool "brave_search".
-        base = _callee(node.value)
-        if base is None:
-            return None
-        return base if node.attr == "call" else f"{base}.{node.attr}"
-    return None
-
-
-def _python_json(node: ast.expr, source: str) -> str | None:
-    """The JSON text of a Python literal, numbers as written when JSON can spell them; ``None`` when the
-    literal is not JSON (a set, bytes, a complex number, a non-string key, an infinite float)."""
-    if isinstance(node, ast.Constant):
-        v = node.value
-        if v is None or isinstance(v, bool):
-            return {None: "null", True: "true", False: "false"}[v]
-        if isinstance(v, str):
-            return json.dumps(v, ensure_ascii=False)
-        if isinstance(v, (int, float)):
-            written = ast.get_source_segment(source, node) or ""
-            if _JSON_NUMBER.fullmatch(written):
-                return written
-            try:
-                return json.dumps(v, allow_nan=False)
-            except ValueError:  # an infinite float written in a non-JSON spelling (1_0e999): no JSON
-                return None
-        return None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = node.operand
-        if not (isinstance(inner, ast.Constant) and type(inner.value) in (int, float)):
-            return None
-        text = _python_json(inner, source)
-        if text is None or isinstance(node.op, ast.UAdd):
-            return text
-        return "-" + text  # the operand is a non-negative constant
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_python_json(e, source) for e in node.elts]
-        return None if any(t is None for t in items) else "[" + ", ".join(str(t) for t in items) + "]"
-    if isinstance(node, ast.Dict):
-        parts = []
-        for key, item in zip(node.keys, node.values, strict=True):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                return None
-            text = _python_json(item, source)
-            if text is None:
-                return None
-            parts.append(f"{json.dumps(key.value, ensure_ascii=False)}: {text}")
-        return "{" + ", ".join(parts) + "}"
-    return None
-
-
-def pythonic_calls(source: str) -> list[ToolCall] | None:
-    """Calls written as Python (``f(a=1)``, ``[f(a=1), g(b="x")]``, ``brave_search.call(query="q")``).
-
-    Only keyword arguments with literal JSON-able values are accepted (numbers keep their spelling when JSON
-    allows it); anything else returns ``None``. Raises ``SyntaxError`` when the text is not a Python
-    expression (the caller tells truncated from malformed).
-    """
-    source = source.strip()
-    tree = ast.parse(source, mode="eval")
-    nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
-    calls = []
-    for node in nodes:
-        if not isinstance(node, ast.Call) or node.args:
-            return None
-        name = _callee(node.func)
-        if name is None:
-            return None
-        parts = []
-        for kw in node.keywords:
-            text = None if kw.arg is None else _python_json(kw.value, source)
-            if text is None:
-                return None
-            parts.append(f"{json.dumps(kw.arg, ensure_ascii=False)}: {text}")
-        calls.append(ToolCall(name=name, arguments="{" + ", ".join(parts) + "}"))
-    return calls or None

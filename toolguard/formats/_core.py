@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import regex
+
 from .._tools import ToolCall
+from ._calls import is_json_object
 from ._json import JsonScanner
+from ._pycall import PythonScanner
 from ._records import (
     ContentDelta,
     Event,
@@ -23,24 +27,47 @@ from ._records import (
 __all__ = ["END_TOKENS", "ParserCore"]
 
 HERMES_OPEN, HERMES_CLOSE = "<tool_call>", "</tool_call>"
+FUNCTION_OPEN, FUNCTION_CLOSE = "<function=", "</function>"  # <function=name>{...}</function> (Functionary)
 MISTRAL_CALLS, MISTRAL_ARGS, MISTRAL_CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 PYTHON_TAG = "<|python_tag|>"
+PYTHON_START, PYTHON_END = "<|python_start|>", "<|python_end|>"  # Llama 4's pythonic calls
 ACTION, ACTION_INPUT = "Action:", "Action Input:"
 FENCE = "```"
 END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|endoftext|>", "<|end|>", "</s>")
 
 _MARKERS: dict[Format, tuple[str, ...]] = {
     "openai": (),
-    "hermes": (HERMES_OPEN,),
-    "llama3": (PYTHON_TAG,),
+    "hermes": (HERMES_OPEN, FUNCTION_OPEN),
+    "llama3": (PYTHON_TAG, PYTHON_START),
     "mistral": (MISTRAL_CALLS,),
     "react": (ACTION,),
-    "auto": (HERMES_OPEN, MISTRAL_CALLS, PYTHON_TAG, ACTION),
+    "auto": (HERMES_OPEN, FUNCTION_OPEN, MISTRAL_CALLS, PYTHON_TAG, PYTHON_START, ACTION),
 }
-_JSON_FORMATS = frozenset({"openai", "llama3", "auto"})
+# Formats whose calls may be bare JSON in the content (Qwen 2.5 drops its <tool_call> tags at times).
+_JSON_FORMATS = frozenset({"openai", "hermes", "llama3", "auto"})
+# Formats whose calls may be a bare Python list ([f(a=1)], Llama 3.2's pythonic form).
+_PYTHONIC_FORMATS = frozenset({"llama3", "auto"})
+# Wrappers models put around a call at the start of a turn (a ```json fence, <tools>, <response>...): held
+# back while nothing else has been written, dropped when a call follows (llama.cpp's Hermes 2 Pro parser
+# reads the same ones), and their closing tokens, consumed after a call, with Llama 4's <|python_end|>.
+_WRAPPER_TAGS = ("tool", "tools", "response", "json", "xml", "function_call")
+_CLOSERS = (
+    FENCE,
+    PYTHON_END,
+    *(f"</{t}>" for t in _WRAPPER_TAGS),
+    *(f"</{t.upper()}>" for t in _WRAPPER_TAGS),
+)
 _WS = " \t\r\n"
-_NAME_STOP = re.compile(r"[\[\s]")
-_LEAD = 24
+_NAME_STOP = re.compile(r"[\[\s{]")
+# The opening of a pythonic list in the content ("[get_weather(" ...), matched partially while it streams.
+_PY_HEAD = regex.compile(r"\[[ \t\r\n]{0,8}[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,3}[ \t]{0,4}\(")
+# One or two wrapper openers at the start of a turn (``` and an info string, <tools>...), each ending its
+# line; matched partially, so a prefix ("<too", "``") is held too.
+_WRAPPER_OPEN = regex.compile(
+    r"(?:(?:```[\w+.#-]{0,16}|<(?i:" + "|".join(_WRAPPER_TAGS) + r")>)[ \t]*(?:\r?\n[ \t\r\n]*)?){1,2}"
+)
+_PY_SPECULATION = 8192
+"""Characters a pythonic list speculatively read in the content may span before it counts as prose."""
 
 _FAKE_RESULT = re.compile(
     r"<tool_response>|<tool_result>|<\|?ipython\|?>|Observation\s*:|\[TOOL_RESULTS\]|Function result|"
@@ -88,7 +115,8 @@ class ParserCore:
         self._mode = "content"
         self._events: list[Event] = []
         self._content: list[str] = []
-        self._lead = ""  # the first characters of content, to tell "nothing but a ```json fence" from prose
+        self._prose = False  # content other than whitespace was emitted
+        self._hold = ""  # a wrapper (```json, <tools>) at the start of the turn, held until a call or prose
         self._calls: list[ToolCall] = []
         self._problems: list[Problem] = []
         self._tail: list[str] = []
@@ -100,12 +128,15 @@ class ParserCore:
         # the call being read
         self._call_offset = 0
         self._scanner: JsonScanner | None = None
+        self._py: PythonScanner | None = None
         self._ctx = ""
         self._raw: list[str] = []
         self._name: list[str] = []
         self._call_id: list[str] = []
         self._in_id = False
         self._pending: list[ToolCall] | None = None
+        self._pending_started = False
+        self._pythonic = format in _PYTHONIC_FORMATS
 
     def _skip_ws(self) -> bool:
         """Consume whitespace; True when a non-whitespace character is next."""
@@ -131,21 +162,51 @@ class ParserCore:
         self._events.append(ProblemFound(problem))
 
     def _emit_content(self, text: str) -> None:
+        if not text:
+            return
+        if not self._prose:
+            if self._hold or text.lstrip()[:1] in ("`", "<"):
+                lead = "" if self._hold else text[: len(text) - len(text.lstrip())]
+                held = self._hold + text[len(lead) :]
+                self._flush(lead)
+                if _WRAPPER_OPEN.fullmatch(held, partial=True):  # nothing but a wrapper yet: wait
+                    self._hold = held
+                    return
+                self._hold = ""
+                text = held
+            self._prose = not text.isspace()
+        self._flush(text)
+
+    def _flush(self, text: str) -> None:
         if text:
             self._content.append(text)
             self._events.append(ContentDelta(text))
-            if len(self._lead) <= _LEAD:
-                self._lead += (text if self._lead else text.lstrip())[: _LEAD + 1]
+
+    def _release_hold(self) -> None:
+        """What follows the held fence is not a call: the fence is content after all."""
+        if self._hold:
+            held, self._hold = self._hold, ""
+            self._prose = True
+            self._flush(held)
 
     @property
     def _content_started(self) -> bool:
-        """Has prose been written (whitespace and a ```json fence line aside)?"""
-        return bool(self._lead) and (len(self._lead) > _LEAD or not _is_fence_opener(self._lead))
+        """Has prose been written (whitespace and a held ```json fence line aside)?"""
+        return self._prose
 
     def _add_calls(self, calls: list[ToolCall], fmt: Format) -> None:
         if self._detected is None:
             self._detected = fmt
+        self._hold = ""  # a fence around the call is the call's wrapping, not content
         for call in calls:
+            if fmt != "react" and not is_json_object(call.arguments):
+                self._problem(
+                    "arguments_not_object",
+                    self._call_offset,
+                    f"the arguments of {call.name!r} are not a JSON object ({call.arguments[:40]!r}); the "
+                    "call is passed on for validation, which rejects it",
+                    call.arguments,
+                )
             self._calls.append(call)
             self._events.append(ToolCallCompleted(len(self._calls) - 1, call))
 
@@ -156,6 +217,7 @@ class ParserCore:
         self._i = marker_at + consumed
         self._mode = mode
         self._raw, self._name, self._call_id, self._in_id = [], [], [], False
+        self._pending, self._pending_started = None, False
 
     def _begin_json(self, ctx: str) -> None:
         self._scanner = JsonScanner(max_depth=self._max_depth)
@@ -165,12 +227,27 @@ class ParserCore:
             self._call_offset = self._abs()
         self._mode = "json"
 
+    def _begin_python(self, ctx: str, prefix: str = "") -> None:
+        """Read a call written in Python syntax; ``prefix`` is text already consumed (a JSON scan's)."""
+        self._py = PythonScanner()
+        self._ctx = ctx
+        self._raw = [prefix] if prefix else []
+        if ctx == "content":
+            self._call_offset = self._abs() - len(prefix)
+        self._mode = "python"
+        if prefix:
+            status, j = self._py.scan(prefix)
+            if status != "more" or j != len(prefix):  # cannot happen for a prefix a JSON scan accepted
+                self._mode = "seek"
+
     def _dispatch_marker(self, marker: str, at: int) -> None:
         if marker == HERMES_OPEN:
             self._start_call(at, len(marker), "hermes_open")
         elif marker == MISTRAL_CALLS:
             self._start_call(at, len(marker), "mistral_open")
-        elif marker == PYTHON_TAG:
+        elif marker == FUNCTION_OPEN:
+            self._start_call(at, len(marker), "function_name")
+        elif marker in (PYTHON_TAG, PYTHON_START):
             self._start_call(at, len(marker), "pytag_open")
         else:  # ACTION
             self._start_call(at, len(marker), "react_name")
@@ -209,11 +286,6 @@ def _is_prefix_of_any(text: str, j: int, prefixes: frozenset[str]) -> bool:
     """Is ``text[j:]`` a proper prefix of a marker? Looks at no more than a marker's length of the text."""
     rest = text[j : j + 33]
     return len(rest) <= 32 and rest in prefixes
-
-
-def _is_fence_opener(text: str) -> bool:
-    stripped = text.strip()
-    return stripped.startswith(FENCE) and "\n" not in stripped and len(stripped) <= 12
 
 
 def _json_flavour(raw: str, fmt: Format) -> Format:

@@ -3,13 +3,16 @@ broken calls; ``_parser`` has the theory of operation."""
 
 from __future__ import annotations
 
+import json
+
 from .._tools import ToolCall
-from ._calls import pythonic_calls
 from ._core import (
     _NAME_STOP,
+    _PY_SPECULATION,
     ACTION_INPUT,
     END_TOKENS,
     FENCE,
+    FUNCTION_CLOSE,
     HERMES_CLOSE,
     MISTRAL_ARGS,
     MISTRAL_CALL_ID,
@@ -18,6 +21,7 @@ from ._core import (
     _holdback,
     _prefixes,
 )
+from ._pycall import PYTHON_LIST_HEAD, pythonic_calls
 
 __all__ = ["MarkerModes"]
 
@@ -29,6 +33,8 @@ class MarkerModes(ParserCore):
     def _seek_stops(self) -> tuple[str, ...]:
         if self._ctx == "hermes":
             return (HERMES_CLOSE, *END_TOKENS)
+        if self._ctx == "function":
+            return (FUNCTION_CLOSE, *END_TOKENS)
         if self._ctx == "react":
             return ("\n",)
         if self._ctx in ("mistral", "mistral_args"):
@@ -53,6 +59,9 @@ class MarkerModes(ParserCore):
         if self._ctx == "hermes" and stop == HERMES_CLOSE:
             self._i = j + len(stop)
             self._malformed(raw, "the text inside <tool_call>…</tool_call> is not valid JSON")
+        elif self._ctx == "function" and stop == FUNCTION_CLOSE:
+            self._i = j + len(stop)
+            self._malformed(raw, "the arguments inside <function=…>…</function> are not a JSON object")
         elif self._ctx == "hermes":
             self._unterminated(raw, "the turn ended inside a <tool_call> that was never closed")
         else:
@@ -62,30 +71,97 @@ class MarkerModes(ParserCore):
 
     def _seek_end(self, raw: str, *, eof: bool) -> None:
         if self._ctx == "react":
-            self._add_calls([ToolCall("".join(self._name).strip(), raw.strip())], "react")
+            text = raw.strip()
+            self._add_calls(
+                [ToolCall("".join(self._name).strip(), json.dumps(text, ensure_ascii=False))], "react"
+            )
             self._problem(
                 "arguments_not_json",
                 self._call_offset,
-                "the Action Input is not JSON; it was passed on as raw text",
-                raw.strip(),
+                "the Action Input is not JSON; it was passed on as a JSON string, which the tool's schema "
+                "(an object) rejects",
+                text,
             )
         elif self._ctx == "python":
-            try:
-                calls = pythonic_calls(raw)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                if eof:
-                    self._unterminated(raw)
-                else:
-                    self._malformed(raw, "the text after <|python_tag|> is neither JSON nor a Python call")
-                return
-            if calls is None:
-                self._malformed(
-                    raw, "the Python call after <|python_tag|> must use literal keyword arguments"
-                )
-            else:
-                self._add_calls(calls, "llama3")
+            self._python_calls(raw, eof=eof)
         else:
             self._malformed(raw, "the tool call is not valid JSON")
+
+    # Python-syntax calls ----------------------------------------------------------------------------------
+    def _on_python(self, final: bool) -> bool:
+        text, i = self._text, self._i
+        if i >= len(text):
+            return False
+        assert self._py is not None
+        status, j = self._py.scan(text, i)
+        self._raw.append(text[i:j])
+        self._i = j
+        raw = "".join(self._raw) if status != "more" else ""
+        if status == "more":
+            if self._ctx == "content" and sum(map(len, self._raw)) > _PY_SPECULATION:
+                self._emit_content("".join(self._raw))  # too long for a call: prose with brackets
+                self._mode = "content"
+                return True
+            return False
+        if status == "done":
+            if self._ctx == "content":
+                self._python_in_content(raw)
+            else:
+                self._python_calls(raw, eof=False)
+                self._mode = "pytag_sep"
+        elif self._ctx == "content":
+            self._emit_content(raw)  # a bracket that closes nothing: prose; resume at it
+            self._mode = "content"
+        else:
+            self._mode = "seek"  # the call is broken: find where it ends
+            self._ctx = "python"
+        return True
+
+    def _python_in_content(self, raw: str) -> None:
+        """A closed ``[...]`` read speculatively in the content: calls if it spells them, else prose."""
+        try:
+            found = pythonic_calls(raw)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            found = None
+        if found is None:
+            self._emit_content(raw)
+            self._mode = "content"
+            return
+        if self._content_started:
+            self._problem(
+                "embedded",
+                self._call_offset,
+                "a tool call was written inside prose; the prose before it is content and the text after it "
+                "is cut",
+                raw,
+            )
+        self._python_found(raw, found)
+        self._mode = "after"
+
+    def _python_calls(self, raw: str, *, eof: bool) -> None:
+        """The Python expression after ``<|python_tag|>`` / ``<|python_start|>``, closed or at the end."""
+        try:
+            found = pythonic_calls(raw)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            if eof and (PYTHON_LIST_HEAD.match(raw.strip()) or "(" in raw):
+                self._unterminated(raw)
+            else:
+                self._malformed(raw, "the text after <|python_tag|> is neither JSON nor a Python call")
+            return
+        if found is None:
+            self._malformed(raw, "the Python call after <|python_tag|> must use literal keyword arguments")
+        else:
+            self._python_found(raw, found)
+
+    def _python_found(self, raw: str, found: tuple[list[ToolCall], list[str]]) -> None:
+        calls, bad = found
+        for item in bad:
+            self._malformed(
+                item,
+                f"the Python call {item[:60]!r} must use literal keyword arguments JSON can hold; its "
+                "sibling calls were kept",
+            )
+        self._add_calls(calls, "llama3")
 
     # hermes -----------------------------------------------------------------------------------------------
     def _on_hermes_open(self, final: bool) -> bool:
@@ -103,6 +179,16 @@ class MarkerModes(ParserCore):
         if self._text.startswith(HERMES_CLOSE, self._i):
             self._i += len(HERMES_CLOSE)
             self._finish_hermes(closed=True)
+            return True
+        if self._text[self._i] == "," and self._pending is not None:
+            # {call}, {call} inside one <tool_call> (seen from Qwen-style models): both are calls
+            self._i += 1
+            self._problem(
+                "concatenated",
+                self._abs(),
+                "two calls were written inside one <tool_call>, separated by a comma; each was kept",
+            )
+            self._mode = "hermes_open"
             return True
         if self._waiting_for((HERMES_CLOSE,), final):
             return False
@@ -122,8 +208,45 @@ class MarkerModes(ParserCore):
                     raw,
                 )
             self._add_calls(self._pending, "hermes")
-        self._pending = None
+        self._pending, self._pending_started = None, False
         self._mode = "after"
+
+    # <function=name>{...}</function> ----------------------------------------------------------------------
+    def _on_function_name(self, final: bool) -> bool:
+        text, i, n = self._text, self._i, len(self._text)
+        if i >= n:
+            return False
+        j = text.find(">", i, i + 129)
+        if j < 0:
+            if n - i < 129 and not final:
+                self._name.append(text[i:n])
+                self._i = n
+                return False
+            self._ctx, self._raw, self._mode = "function", ["".join(self._name)], "seek"
+            return True
+        self._name.append(text[i:j])
+        self._i = j + 1
+        self._mode = "function_args"
+        return True
+
+    def _on_function_args(self, final: bool) -> bool:
+        if not self._skip_ws():
+            return False
+        if self._text[self._i] == "{":
+            self._begin_json("function")
+        else:
+            self._ctx, self._raw, self._mode = "function", [], "seek"
+        return True
+
+    def _on_function_close(self, final: bool) -> bool:
+        if not self._skip_ws():
+            return False
+        if self._text.startswith(FUNCTION_CLOSE, self._i):
+            self._i += len(FUNCTION_CLOSE)
+        elif self._waiting_for((FUNCTION_CLOSE,), final):
+            return False
+        self._mode = "after"
+        return True
 
     # mistral ----------------------------------------------------------------------------------------------
     def _on_mistral_open(self, final: bool) -> bool:
@@ -151,6 +274,9 @@ class MarkerModes(ParserCore):
         if text.startswith(MISTRAL_ARGS, j):
             self._i = j + len(MISTRAL_ARGS)
             self._mode = "mistral_args"
+        elif text[j] == "{" and "".join(self._name).strip():
+            # [TOOL_CALLS]name{...}: the [ARGS] special token was dropped by the detokenizer
+            self._begin_json("mistral_args")
         elif text.startswith(MISTRAL_CALL_ID, j) and not self._in_id:
             self._i = j + len(MISTRAL_CALL_ID)
             self._in_id = True
@@ -174,9 +300,9 @@ class MarkerModes(ParserCore):
         if not self._skip_ws():
             return False
         if self._text[self._i] in "{[":
-            self._begin_json("pytag")
+            self._begin_json("pytag")  # JSON, or a [f(a=1)] list: a JSON error switches to Python
         else:
-            self._ctx, self._raw, self._mode = "python", [], "seek"
+            self._begin_python("python")
         return True
 
     def _on_pytag_sep(self, final: bool) -> bool:

@@ -16,7 +16,10 @@ be trusted. ``StreamingParser`` walks it once, left to right, in *modes*::
 ``Action:`` line, a ``{``/``[`` that may open a JSON call, end-of-turn tokens) with one regex search. A ``{``
 in prose starts a *speculative* JSON scan (``JsonScanner``): if the value closes and is call-shaped it is a
 call (reported as ``embedded`` when prose came first), otherwise its text is content and the search resumes at
-the first character that broke it, never earlier. After a call, ``after`` accepts only another call of the
+the first character that broke it, never earlier. In the pythonic formats a ``[name(`` starts the same kind of
+speculative scan for a Python call list (``PythonScanner``, bounded by ``_PY_SPECULATION`` characters).
+A wrapper at the start of the turn (a ```` ```json ```` fence, ``<tools>``) is held back until it is known to
+wrap a call (dropped) or prose (content). After a call, ``after`` accepts only another call of the
 same format (JSON calls back to back are accepted and reported as ``concatenated``); anything else starts the
 ``tail``, which is cut and reported. A call that never closes is reported ``unterminated``, sets
 ``complete=False`` and is not a tool call.
@@ -38,11 +41,12 @@ from .._exceptions import UsageError
 from .._tools import ToolCall
 from ._calls import call_like_prefix, calls_from_json
 from ._core import (
+    _CLOSERS,
     _JSON_FORMATS,
     _MARKERS,
+    _PY_HEAD,
     ACTION,
     END_TOKENS,
-    FENCE,
     _describe_tail,
     _holdback,
     _is_prefix_of_any,
@@ -72,11 +76,15 @@ class StreamingParser(MarkerModes):
         self._handlers: dict[str, Callable[[bool], bool]] = {
             "content": self._on_content,
             "json": self._on_json,
+            "python": self._on_python,
             "seek": self._on_seek,
             "after": self._on_after,
             "tail": self._on_tail,
             "hermes_open": self._on_hermes_open,
             "hermes_close": self._on_hermes_close,
+            "function_name": self._on_function_name,
+            "function_args": self._on_function_args,
+            "function_close": self._on_function_close,
             "mistral_open": self._on_mistral_open,
             "mistral_name": self._on_mistral_name,
             "mistral_args": self._on_mistral_args,
@@ -156,6 +164,14 @@ class StreamingParser(MarkerModes):
             self._i = j + len(token)
             self._ended = True
             self._mode = "after"
+        elif token == "[" and self._pythonic:
+            head = _PY_HEAD.match(text, j, partial=True)
+            if head is not None and head.partial and not final:
+                return False  # "[get_wea" could still open a pythonic call list
+            if head is not None and not head.partial:
+                self._begin_python("content")
+            else:
+                self._begin_json("content")
         elif token in ("{", "["):
             self._begin_json("content")
         else:
@@ -216,8 +232,17 @@ class StreamingParser(MarkerModes):
             self._add_calls(calls, _json_flavour(raw, self._format))
             self._mode = "after"
         elif ctx == "hermes":
-            self._pending = calls_from_json(raw, strict=False)
+            found = calls_from_json(raw, strict=False, keyed=False)
+            if self._pending_started:  # a second call after a comma inside the same <tool_call>
+                self._pending = None if self._pending is None or found is None else self._pending + found
+            else:
+                self._pending = found
+            self._pending_started = True
             self._mode = "hermes_close"
+        elif ctx == "function":
+            name = "".join(self._name).strip()
+            self._add_calls([ToolCall(name, raw)], "hermes")  # _on_function_args saw "{"
+            self._mode = "function_close"
         elif ctx == "mistral_args":
             name, call_id = "".join(self._name).strip(), "".join(self._call_id).strip() or None
             self._add_calls([ToolCall(name, raw, call_id)], "mistral")  # _on_mistral_args saw "{"
@@ -226,7 +251,7 @@ class StreamingParser(MarkerModes):
             self._add_calls([ToolCall("".join(self._name).strip(), raw)], "react")
             self._mode = "after"
         else:  # mistral, pytag: the body itself is the call (or a list of calls)
-            calls = calls_from_json(raw, strict=False)
+            calls = calls_from_json(raw, strict=False, keyed=False)
             if calls is None:
                 self._malformed(
                     raw, "the JSON after the call marker is not a call (it needs a string 'name')"
@@ -242,6 +267,8 @@ class StreamingParser(MarkerModes):
             self._mode = "content"
         elif ctx == "after":
             self._start_tail(self._call_offset, self._sep + raw)
+        elif ctx == "pytag" and raw.lstrip().startswith("["):
+            self._begin_python("python", raw)  # <|python_tag|>[f(a=1), ...]: a list of Python calls
         else:
             self._mode = "seek"  # the call is broken: find where it ends
 
@@ -276,15 +303,16 @@ class StreamingParser(MarkerModes):
                 return False
             self._start_tail(self._abs(), "")
             return True
-        if text.startswith(FENCE, i):
-            self._i = i + len(FENCE)  # the closing fence of a ```json block
-            return True
+        for closer in _CLOSERS:
+            if text.startswith(closer, i):
+                self._i = i + len(closer)  # the closing fence of a ```json block, <|python_end|>
+                return True
         markers = self._continuations()
         for marker in markers:
             if text.startswith(marker, i):
                 self._dispatch_marker(marker, i)
                 return True
-        if self._waiting_for((*markers, *END_TOKENS, FENCE), final):
+        if self._waiting_for((*markers, *END_TOKENS, *_CLOSERS), final):
             return False
         c = text[i]
         flavour = self._detected or self._format
@@ -308,6 +336,14 @@ class StreamingParser(MarkerModes):
         mode = self._mode
         if mode == "json":
             self._json_eof()
+        elif mode == "python":
+            raw = "".join(self._raw)
+            if self._ctx != "content":
+                self._python_calls(raw, eof=True)
+            elif _PY_HEAD.match(raw):
+                self._unterminated(raw)
+            else:
+                self._emit_content(raw)
         elif mode == "seek":
             raw = "".join(self._raw)
             if self._ctx == "hermes":
@@ -316,10 +352,21 @@ class StreamingParser(MarkerModes):
                 self._seek_end(raw, eof=True)
         elif mode == "hermes_close":
             self._finish_hermes(closed=False)
-        elif mode in ("hermes_open", "mistral_open", "mistral_name", "mistral_args", "pytag_open"):
+        elif mode == "function_close":
+            pass  # the call closed; only its </function> is missing
+        elif mode in (
+            "hermes_open",
+            "mistral_open",
+            "mistral_name",
+            "mistral_args",
+            "pytag_open",
+            "function_name",
+            "function_args",
+        ):
             self._unterminated("".join(self._name))
         elif mode in ("react_name", "react_label", "react_input", "react_fence"):
             self._unterminated("Action: " + "".join(self._name).strip())
+        self._release_hold()
         self._mode = "tail" if self._tail_offset >= 0 else "after"
         if self._tail_offset >= 0:
             tail = "".join(self._tail)

@@ -31,7 +31,8 @@ ProblemKind: TypeAlias = Literal[
     "unterminated",  # a call that opened and never closed: not a tool call, complete=False
     "malformed",  # a closed call that is not a valid call (bad JSON, no name): not a tool call
     "missing_close_tag",  # a complete <tool_call> JSON without </tool_call>, accepted
-    "arguments_not_json",  # a ReAct Action Input that is not JSON, passed on as raw text
+    "arguments_not_json",  # a ReAct Action Input that is not JSON, passed on as a JSON string
+    "arguments_not_object",  # arguments that are JSON but not an object ("hello", [1]): left to the validator
 ]
 
 
