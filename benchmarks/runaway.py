@@ -18,7 +18,8 @@ ids the way a BPE tokenizer would. Reported:
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import dataclasses
+import importlib
 import statistics
 import sys
 import time
@@ -27,22 +28,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolguard import Runaway, RunawayDetector
+from toolguard import Runaway, RunawayConfig, RunawayDetector
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load_corpus() -> Any:
-    spec = importlib.util.spec_from_file_location("runaway_corpus", ROOT / "tests" / "runaway" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["runaway_corpus"] = module
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(ROOT / "tests"))  # tests/runaway is a package (corpus.py imports legit.py)
+    return importlib.import_module("runaway.corpus")
 
 
-def first_runaway(stream: Sequence[tuple[str, int]], ids: bool) -> Runaway | None:
-    d = RunawayDetector()
+def first_runaway(
+    stream: Sequence[tuple[str, int]], ids: bool, config: RunawayConfig | None = None
+) -> Runaway | None:
+    d = RunawayDetector(config=config)
     push = d.push
     if ids:
         for text, token_id in stream:
@@ -68,8 +67,11 @@ def summary(values: list[int]) -> str:
     return f"{statistics.median(values):.0f} / {pct(values, 0.95)} / {max(values)}"
 
 
-def evaluate(corpus: list[Any], streams: list[list[tuple[str, int]]], ids: bool) -> dict[str, Any]:
+def evaluate(
+    corpus: list[Any], streams: list[list[tuple[str, int]]], ids: bool, config: RunawayConfig | None = None
+) -> dict[str, Any]:
     latencies: list[int] = []
+    latency_by_sample: list[tuple[Any, int, str]] = []
     by_category: dict[str, list[int]] = defaultdict(list)
     by_class: dict[str, list[int]] = defaultdict(list)
     missed: list[str] = []
@@ -77,7 +79,7 @@ def evaluate(corpus: list[Any], streams: list[list[tuple[str, int]]], ids: bool)
     false_alarms: list[tuple[str, Runaway]] = []
     positives = negatives = 0
     for sample, stream in zip(corpus, streams, strict=True):
-        found = first_runaway(stream, ids)
+        found = first_runaway(stream, ids, config)
         if sample.loop_start is None:
             negatives += 1
             if found is not None:
@@ -91,6 +93,7 @@ def evaluate(corpus: list[Any], streams: list[list[tuple[str, int]]], ids: bool)
         else:
             lat = found.detected_at - sample.loop_start
             latencies.append(lat)
+            latency_by_sample.append((sample, lat, found.unit_class))
             by_category[sample.category].append(lat)
             by_class[found.unit_class].append(lat)
     return {
@@ -101,6 +104,7 @@ def evaluate(corpus: list[Any], streams: list[list[tuple[str, int]]], ids: bool)
         "early": early,
         "false_alarms": false_alarms,
         "latencies": latencies,
+        "latency_by_sample": latency_by_sample,
         "by_category": dict(by_category),
         "by_class": dict(by_class),
     }
@@ -128,6 +132,34 @@ def cost_per_piece(
     return best_cpu / n * 1e6, best_wall / n * 1e6
 
 
+SWEEP = (4, 6, 8, 10, 11, 12, 13, 14, 16, 20)
+
+
+def token_run_curve(
+    corpus: list[Any], streams: list[list[tuple[str, int]]], held: list[list[tuple[str, int]]]
+) -> None:
+    """The trade-off for ``token_run_short``: false alarms on the corpus and held-out negatives against how
+    late short-token loops are caught (with token ids), for each candidate count."""
+    print("\ntoken_run_short trade-off (token ids + text):")
+    print(
+        "   count | corpus FP | held-out FP | recall  | short-token loops: latency median / p95 | content p95"
+    )
+    for count in SWEEP:
+        config = dataclasses.replace(RunawayConfig(), token_run_short=count)
+        r = evaluate(corpus, streams, True, config)
+        held_fp = sum(first_runaway(stream, True, config) is not None for stream in held)
+        short = [
+            lat
+            for sample, lat, cls in r["latency_by_sample"]
+            if sample.category == "token/prose" and cls == "content" and len(sample.unit.strip()) <= 4
+        ]
+        content = r["by_class"].get("content", [])
+        print(
+            f"   {count:5d} | {len(r['false_alarms']):9d} | {held_fp:11d} | {r['recall']:6.1%} | "
+            f"{summary(short):>38s} | {pct(content, 0.95) if content else '-'}"
+        )
+
+
 def false_positive_report(corpus_module: Any, samples: list[Any], label: str) -> None:
     vocab: dict[str, int] = {}
     fired = []
@@ -148,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-held-out", action="store_true")
+    parser.add_argument("--sweep", action="store_true", help="print the token_run_short trade-off curve")
     args = parser.parse_args(argv)
 
     corpus_module = _load_corpus()
@@ -176,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name, found in r["false_alarms"][:10]:
             print(f"    {name}: {found}")
         print(f"latency after the loop began, characters (median / p95 / max): {summary(r['latencies'])}")
-        content = [v for c, vs in r["by_class"].items() if c in ("content", "lines") for v in vs]
+        content = r["by_class"].get("content", [])
         print(f"  content and lines units only: {summary(content)}")
         print("  by category:")
         for category, values in sorted(r["by_category"].items()):
@@ -206,6 +239,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"    RunawayDetector.push: {det_cpu:.3f} µs CPU, {det_wall:.3f} µs wall")
     print(f"    anchor, no-op push:   {noop_cpu:.3f} µs CPU, {noop_wall:.3f} µs wall")
     print(f"    ratio to the anchor:  {det_cpu / noop_cpu:.1f}x (CPU)")
+
+    held_pos = corpus_module.held_out_positives(corpus_module.held_out(limit=1000), count=400)
+    if held_pos:
+        r = evaluate(held_pos, [corpus_module.pieces(s.text, vocab) for s in held_pos], True)
+        content = r["by_class"].get("content", [])
+        print(
+            f"\nheld-out loops (units and prefixes from man pages and data files, never tuned on): recall "
+            f"{r['recall']:.2%} of {r['positives']}; latency (median / p95 / max) content "
+            f"{summary(content)}, all {summary(r['latencies'])}"
+        )
+        for category, values in sorted(r["by_category"].items()):
+            print(f"    {category:24s} n={len(values):4d}  {summary(values)}")
+
+    if args.sweep:
+        held_samples = corpus_module.held_out(limit=1000)
+        held_streams = [corpus_module.pieces(s.text, vocab) for s in held_samples]
+        token_run_curve(corpus, streams, held_streams)
 
     if not args.no_held_out:
         false_positive_report(

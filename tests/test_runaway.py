@@ -21,6 +21,7 @@ from toolguard import (
     UsageError,
     loop_in_prompt,
 )
+from toolguard._runaway import classify_unit
 
 PROSE = (
     "The if statement is used for conditional execution. It selects exactly one of the suites by evaluating "
@@ -58,13 +59,25 @@ def test_public_names() -> None:
 # -- loops that must fire ----------------------------------------------------------------------------------
 
 
-def test_four_identical_tokens_fire_when_ids_are_known() -> None:
+def test_four_identical_long_tokens_fire_when_ids_are_known() -> None:
     d = RunawayDetector()
-    pieces = [("Hello", 1), (",", 2), (" S", 7), (" S", 7), (" S", 7)]
+    pieces = [("Hello", 1), (",", 2), (" verify", 7), (" verify", 7), (" verify", 7)]
     assert all(d.push(text, tid) is None for text, tid in pieces)
-    found = d.push(" S", 7)
+    found = d.push(" verify", 7)
     assert found is not None and found.kind == "token_run"
-    assert (found.unit, found.period, found.copies, found.offset) == (" S", 2, 4, 6)
+    assert (found.unit, found.period, found.copies, found.offset) == (" verify", 7, 4, 6)
+
+
+def test_short_tokens_need_token_run_short_copies() -> None:
+    # " S", "la", " nil", "?,": short tokens repeat legitimately (lyrics, SQL, token diagrams), so
+    # S S S S ... is still a loop, caught at token_run_short tokens (12, from data: RESULTS.md)
+    need = RunawayConfig().token_run_short
+    assert need == 12
+    d = RunawayDetector()
+    d.push("Hello,", 1)
+    assert all(d.push(" S", 7) is None for _ in range(need - 1))
+    found = d.push(" S", 7)
+    assert found is not None and found.kind == "token_run" and found.copies == need
 
 
 def test_a_30kb_question_loop_is_caught_quickly_and_stays_caught() -> None:
@@ -189,6 +202,20 @@ LEGIT = {
     ).decode(),
     "ascii art": "+" + "-" * 60 + "+\n" + ("|" + " " * 60 + "|\n") * 5 + "+" + "-" * 60 + "+\n",
     "bullets": "".join(f"- point number {i}\n" for i in range(60)),
+    # Unicode layout: box drawing, heavy rules, blocks, leaders in other scripts (classified by Unicode)
+    "unicode box": "┌" + "─" * 78 + "┐\n" + ("│" + " " * 78 + "│\n") * 4 + "└" + "─" * 78 + "┘\n",
+    "unicode rules": "━" * 120 + "\nSection\n" + "═" * 120 + "\n" + "▁" * 90 + "\n",
+    "progress bars": "".join(f"{p:3d}% |{'█' * (p // 2)}{' ' * (50 - p // 2)}|\n" for p in range(0, 101, 10)),
+    "leaders": "".join(f"第{i}章 {'・' * 60} {i * 7}\n" for i in range(1, 9))
+    + "".join(f"Chapter {i} {'…' * 50} {i}\n" for i in range(1, 9)),
+    # short words and literals that repeat in ordinary text
+    "refrain": "And the chorus goes: la la la la la la, na na na na na, hey! Then the bridge.\n" * 3,
+    "sql placeholders": "INSERT INTO t (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t) VALUES ("
+    + ", ".join(["?"] * 40)
+    + ");\n",
+    "lisp nils": "(make-frame " + " ".join(["nil"] * 20) + ")\n(list " + " ".join(["nil"] * 10) + ")\n",
+    "token diagram": "input_ids: [V V V V V V V V V V V V T T T T T], here V is for vision.\n",
+    "json items up to 2 KB": json.dumps({"results": [{"status": "ok"}] * 100}, indent=2)[:2100] + "]}",
 }
 
 
@@ -203,6 +230,43 @@ def test_real_stdlib_sources_do_not_fire() -> None:
     for name in ("argparse.py", "textwrap.py", "dataclasses.py", "_pydecimal.py", "pydoc_data/topics.py"):
         text = (root / name).read_text(encoding="utf-8")[:120_000]
         assert feed(text, size=5) is None, name
+
+
+@pytest.mark.parametrize(
+    ("unit", "cls"),
+    [
+        ("─", "rule"),
+        ("━━", "rule"),
+        ("═╬", "rule"),
+        ("█", "rule"),
+        ("・", "rule"),
+        ("…", "rule"),
+        ("⠋", "rule"),
+        ("－", "rule"),
+        ("！", "content"),
+        ("😀", "content"),
+        ("你好", "content"),
+        ("?, ", "items"),
+        ("nil ", "items"),
+        ("la ", "content"),
+    ],
+)
+def test_units_are_classified_by_unicode(unit: str, cls: str) -> None:
+    assert classify_unit(unit) == cls
+
+
+@pytest.mark.parametrize("unit", ["😀", "！", "你"])
+def test_content_characters_beyond_ascii_still_loop_early(unit: str) -> None:
+    found = feed(PROSE + unit * 200)
+    assert found is not None and found.unit_class == "content"
+    assert found.detected_at - len(PROSE) <= 64
+
+
+def test_the_same_short_word_as_token_ids_waits_for_token_run_short() -> None:
+    d = RunawayDetector()
+    d.push("Sing:", 1)
+    assert all(d.push(" la", 5) is None for _ in range(8))  # a refrain, not a loop
+    assert d.runaway is None
 
 
 def test_benign_token_runs_use_the_text_thresholds() -> None:

@@ -9,11 +9,16 @@ text are purely periodic with the loop's period, first copy included. A loop fir
 - ``lines`` (the unit holds whole lines: repeated code or prose lines): a few more copies, because code
   repeats identical lines (``next(it)``, ``pass``) legitimately;
 - ``rule`` (punctuation used for layout, or a unit that is seven eighths layout: ``-----``, ``=====``,
-  ``|---|``, ``))))``, ``* * *``, box lines): longer than any divider line;
+  ``|---|``, ``))))``, ``* * *``, box lines): longer than any divider line. Layout is decided per character
+  by Unicode, not by a fixed ASCII set: ASCII dividers and brackets, and beyond ASCII the punctuation
+  (dashes, leaders ``…`` ``・``, CJK punctuation), separators and the symbols before U+2600 (box drawing
+  ``─━═│┌┐``, block elements ``█▁░``, geometric shapes, arrows) and braille spinners. A character whose NFKC
+  form is ASCII is judged as that ASCII (``！`` is ``!``, content; ``－`` is ``-``, layout); emoji are
+  content;
 - ``numeric`` (digits with layout punctuation or hex digits: ``1000000000``, ``00 00 00``) and ``encoded``
   (a run inside a base64 blob or hex dump, told by the context before it: ``AAAA``, ``ffff``);
-- ``items`` (equal JSON or Python list items: ``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``; rows of a
-  markdown table), the most benign.
+- ``items`` (equal JSON or Python list items: ``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``, SQL placeholders
+  ``?, ``; literals separated by spaces, ``nil nil``; rows of a markdown table), the most benign.
 
 A unit inside a JSON string (``\\n``, ``\\"`` escapes: code written into a tool argument) is classified as
 the text it encodes. Benign classes raise the threshold; none switches detection off: ``cap`` bounds every
@@ -25,12 +30,14 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Literal
 
 from .._exceptions import ConfigError
 
-__all__ = ["RunawayConfig", "UnitClass", "classify_unit"]
+__all__ = ["SHORT_TOKEN", "RunawayConfig", "UnitClass", "classify_unit"]
 
 UnitClass = Literal["whitespace", "content", "lines", "rule", "numeric", "encoded", "items"]
 
@@ -41,20 +48,27 @@ _DIGITS = frozenset("0123456789")
 _HEX_LETTERS = frozenset("abcdefABCDEFxX")
 _NUMERIC = _LAYOUT | _DIGITS
 _HEXISH = _NUMERIC | _HEX_LETTERS
+# Token texts this long or shorter (spaces aside) are "short": common words and punctuation that repeat in
+# legitimate text (lyrics, SQL placeholders, token diagrams such as "V V V V T T"), see token_run_short.
+SHORT_TOKEN = 4
 # One list item in a rotation that starts right after a comma: JSON / Python strings and literals.
 _BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 _BASE64_TAIL = re.compile(r"[A-Za-z0-9+/=\n]+\Z")
 _HEX_DUMP = frozenset("0123456789abcdefABCDEF :")
 # The end of a hex number or dump: "0x7f", "#7fff", "0010: 00 00 ff" (prefix and digits checked apart).
 _HEX_TAIL = re.compile(r"[0-9a-fA-F :]+\Z")
-_ITEM_MARKS = frozenset(",\n")
-# An item holds a value: a string, a number, a literal word (checked by regex) or an empty object or list.
-_ITEM_VALUES = frozenset("\"'{}[]0123456789eElnN")
-_ROTATION_POINTS = frozenset(",\n\"'")
+_ITEM_MARKS = frozenset(",\n ")
+# An item holds a value: a string, a number, a literal word (checked by regex), an empty object or list, or
+# an SQL placeholder.
+_ITEM_VALUES = frozenset("\"'{}[]0123456789eElnN?%")
+_ROTATION_POINTS = frozenset(",\n \"'")
+_LITERAL_RUN = frozenset("0 \t")
 _ESCAPE = re.compile(r'\\(["\\/bfnrt])')
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
 _STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
-_LITERAL = re.compile(r"\b(?:true|false|null|None|True|False|NaN|nan|Infinity|inf)\b")
+_LITERAL = re.compile(
+    r"\b(?:true|false|null|None|True|False|NaN|nan|Infinity|inf|nil|NULL|nullptr|undefined)\b|\?|%s"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +82,13 @@ class RunawayConfig:
 
     # -- token runs (only when push() gets token ids) ------------------------------------------------------
     token_run: int = 4
-    """Identical consecutive token ids that fire when the token is content (``S``, `` lock``)."""
+    """Identical consecutive token ids that fire when the token is content longer than ``SHORT_TOKEN``
+    characters (`` verify``, ``ation``): such tokens are rare to repeat in legitimate text."""
+    token_run_short: int = 12
+    """... and when it is short content (`` S``, ``la``, `` nil``, ``?,``): common words, letters and
+    punctuation repeat legitimately (``la la la la``, ``?, ?, ?, ?``, ``[V V V V V V V V V V V V T T]``), so
+    more copies are needed. Chosen from data: the smallest count with no false alarm on the corpora of
+    ``benchmarks/runaway.py`` (trade-off curve in benchmarks/RESULTS.md)."""
     # -- periodic loops in the text --------------------------------------------------------------------------
     max_period: int = 256
     """Longest unit searched for at every checkpoint (units up to ``max_block_period`` are searched less
@@ -83,7 +103,9 @@ class RunawayConfig:
     """... and at least this many characters."""
     long_unit: int = 40
     """Content units of at least this many characters (sentences) need only ``long_copies`` copies."""
-    long_copies: float = 2.5
+    long_copies: float = 2.25
+    """(2.5 caught held-out sentence loops at p95 421 characters; 2.0 fired on a man page that states one
+    49-character option twice.)"""
     line_copies: int = 3
     """Copies of a unit made of whole lines (identical code lines repeat legitimately: ``next(it)``) ..."""
     line_chars: int = 96
@@ -94,11 +116,13 @@ class RunawayConfig:
     """Layout punctuation (``-----``, ``=====``, ``|---|``, ``))))``): longer than any divider line."""
     numeric_chars: int = 256
     """Digits and hex (``1000000000``, ``00 00 00``), and runs inside base64 or hex dumps (``AAAA``)."""
-    items_chars: int = 1024
-    """Equal list items (``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``) and equal table rows."""
+    items_chars: int = 2304
+    """Equal list items (``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``, ``?, ``) and equal table rows: real JSON
+    has runs of equal items past 2 KB (status lists, zero-filled coordinates pretty-printed; p99 700
+    characters over 11,478 JSON files here, a few above 2 KB)."""
     benign_copies: int = 8
     """Copies of a long unit of a benign class (table rows, box lines) when more than its characters."""
-    cap: int = 2048
+    cap: int = 2560
     """Absolute cap: no unit of any class, in any context, repeats longer than this (characters)."""
     # -- whitespace without content (the JSON-mode failure) -------------------------------------------------
     whitespace_chars: int = 256
@@ -123,7 +147,7 @@ class RunawayConfig:
             value = getattr(self, f.name)
             if isinstance(value, bool):
                 continue
-            if f.name.endswith("_copies") or f.name == "token_run":
+            if f.name.endswith("_copies") or f.name.startswith("token_run"):
                 if not isinstance(value, int | float) or value < 2:
                     raise ConfigError(f"RunawayConfig.{f.name} must be at least 2 copies, got {value!r}")
             elif not isinstance(value, int) or value < 1:
@@ -151,13 +175,14 @@ def classify_unit(unit: str, context: str = "") -> UnitClass:
     chars = set(unit)
     if chars & _ITEM_MARKS and chars & _ITEM_VALUES and _is_items(unit):
         return "items"
-    if chars <= _LAYOUT:
+    layout = {c for c in chars if _is_layout(c)}
+    if layout == chars:
         return "rule"
-    if chars & _DIGITS and (chars <= _NUMERIC or chars <= _HEXISH):
+    if chars & _DIGITS and (chars <= layout | _DIGITS or chars <= layout | _HEXISH):
         return "numeric"
     if "|" in chars and "\n" in chars and _is_table(unit):
         return "items"  # rows of a table, equal rows included
-    if len(unit) >= 16 and 8 * sum(c not in _NUMERIC for c in unit) <= len(unit):
+    if len(unit) >= 16 and 8 * sum(c not in layout and c not in _DIGITS for c in unit) <= len(unit):
         return "numeric" if chars & _DIGITS else "rule"  # mostly layout: a table row, a box, a banner
     if context and _encoded(context, chars):
         return "encoded"
@@ -166,9 +191,28 @@ def classify_unit(unit: str, context: str = "") -> UnitClass:
     return "content"
 
 
+@lru_cache(maxsize=4096)
+def _is_layout(c: str) -> bool:
+    """Whether the character is layout (see the module docstring): ASCII from ``_LAYOUT``; beyond ASCII, its
+    NFKC form when that is ASCII, else punctuation, separators, and symbols before U+2600 or braille."""
+    if c.isascii():
+        return c in _LAYOUT
+    folded = unicodedata.normalize("NFKC", c)
+    if folded.isascii():
+        return bool(folded) and all(ch in _LAYOUT for ch in folded)
+    category = unicodedata.category(c)
+    if category[0] in "PZ":
+        return True
+    if category in ("So", "Sm", "Sk"):
+        code = ord(c)
+        return code < 0x2600 or 0x2800 <= code <= 0x28FF
+    return False
+
+
 def _is_items(unit: str) -> bool:
     """Whether some rotation of ``unit`` is a list of literals: JSON/Python strings, numbers, true/false/null,
-    None, separated by layout characters and at least one comma or newline (``"x", ``, ``0,\n``)."""
+    None, nil, SQL placeholders, separated by layout characters and at least one comma or newline (``"x", ``,
+    ``0,\n``, ``?, ``), or literal words separated by spaces (``nil nil``)."""
     tried = 0
     for i, c in enumerate(unit):
         if c not in _ROTATION_POINTS:
@@ -180,6 +224,8 @@ def _is_items(unit: str) -> bool:
         rest = _LITERAL.sub("0", _STRING.sub("0", rotated))
         if set(rest) <= _NUMERIC and ("," in rest or "\n" in rest):
             return True
+        if set(rest) <= _LITERAL_RUN and "0" in rest and " " in rest:
+            return True  # literals separated by spaces: nil nil nil, ? ? ?
         tried += 1
         if tried == 4:
             break

@@ -27,7 +27,9 @@ At each checkpoint ``b`` (the text up to ``b`` is in a tail buffer of ``window``
    last ``ngram_window`` characters (``str.count``): loops that vary slightly.
 
 ``token_run`` runs in ``push`` itself: identical consecutive token ids; a run is classified (with the text
-before it as context) when it reaches ``token_run`` tokens, and benign tokens get the text thresholds.
+before it as context) when it reaches ``min(token_run, token_run_short)`` tokens: a long content token fires
+at ``token_run``, a short one (``SHORT_TOKEN`` characters or fewer: ``la``, `` S``, ``?,``) at
+``token_run_short``, and benign tokens get the text thresholds.
 
 Cost: O(1) Python operations per piece plus, per checkpoint, O(max_period + segment) work inside C string
 routines (O(max_block_period) every ``block_every`` checkpoints); finding a candidate's start is O(extent),
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._exceptions import ConfigError
-from ._config import RunawayConfig, UnitClass, classify_unit, need_chars
+from ._config import SHORT_TOKEN, RunawayConfig, UnitClass, classify_unit, need_chars
 
 __all__ = ["Runaway", "RunawayDetector", "RunawayKind"]
 
@@ -164,7 +166,7 @@ class RunawayDetector:
         self._tok_need = 0
         self._tok_need_start = -1
         self._tok_start = 0
-        self._token_run = self._config.token_run
+        self._token_run = min(self._config.token_run, self._config.token_run_short)
 
     def push(self, text: str, token_id: int | None = None) -> Runaway | None:
         """Consume one piece of generated text (and its token id, when known); return the loop found, if any.
@@ -209,7 +211,8 @@ class RunawayDetector:
         context = tail[max(len(tail) - run_chars - _CONTEXT, 0) : max(len(tail) - run_chars, 0)]
         cls = classify_unit(unit, context)
         if cls == "content" and len(unit) > 1:
-            self._tok_need = cfg.token_run
+            short = len(unit.strip()) <= SHORT_TOKEN
+            self._tok_need = cfg.token_run_short if short else cfg.token_run
         else:
             need = need_chars(cfg, unit, cls)
             self._tok_need = max(cfg.token_run + 1, -(-need // len(text)))
