@@ -117,8 +117,8 @@ class RunawayConfig:
     numeric_chars: int = 256
     """Digits and hex (``1000000000``, ``00 00 00``), and runs inside base64 or hex dumps (``AAAA``)."""
     items_chars: int = 2304
-    """Equal list items (``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``, ``?, ``) and equal table rows: real JSON
-    has runs of equal items past 2 KB (status lists, zero-filled coordinates pretty-printed; p99 700
+    """Equal list items (``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``, ``?, ``) and equal table rows: real
+    JSON has runs of equal items past 2 KB (status lists, zero-filled coordinates pretty-printed; p99 700
     characters over 11,478 JSON files here, a few above 2 KB)."""
     benign_copies: int = 8
     """Copies of a long unit of a benign class (table rows, box lines) when more than its characters."""

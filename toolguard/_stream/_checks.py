@@ -17,7 +17,7 @@ from .._schema._node import ARR, BOOL, KIND_BITS, NULL, NUM, OBJ, STR, Node
 from .._schema._values import describe, json_equal
 
 if TYPE_CHECKING:
-    from ._engine import Engine
+    from ._context import EvalContext
 
 __all__ = ["begin_error", "final_error", "number_prefix_error", "prefix_possible", "scalar_error"]
 
@@ -201,7 +201,7 @@ def begin_error(node: Node, kind: str) -> tuple[str, str] | None:
     return None
 
 
-def final_error(node: Node, value: Any, ctx: Engine) -> tuple[str, str] | None:
+def final_error(node: Node, value: Any, ctx: EvalContext) -> tuple[str, str] | None:
     """enum/const and format of a closed value."""
     for ch in node.choices:
         if not any(json_equal(value, v) for v in ch.values):
@@ -217,7 +217,7 @@ def final_error(node: Node, value: Any, ctx: Engine) -> tuple[str, str] | None:
     return None
 
 
-def scalar_error(node: Node, kind: str, value: Any, ctx: Engine) -> tuple[str, str] | None:
+def scalar_error(node: Node, kind: str, value: Any, ctx: EvalContext) -> tuple[str, str] | None:
     """Every check of ``node`` a closed string, number or literal can fail (after ``begin_error``)."""
     if kind == "string":
         n = len(value)

@@ -9,6 +9,12 @@ inside a part is located by binary search over that part (the checks are monoton
 common path costs O(1) Python operations per token plus regex scans of the raw text.
 
 ``reject`` raises ``Rejected``; ``StreamValidator`` turns it into a sticky verdict.
+
+Layout of the package: ``_parser`` (JSON syntax, events) -> ``_engine`` (this module: frames and which
+schemas apply to which value) -> ``_eval`` (one ``Ev`` per schema and value: deaths, close-time checks) ->
+``_prefix`` (string-prefix deaths, the allowed-key filter) and ``_checks`` (keyword checks on one value).
+``_frame`` holds the per-value record, ``_context`` the protocol through which evaluations see the engine,
+so nothing below the engine imports it.
 """
 
 from __future__ import annotations
@@ -19,14 +25,18 @@ from .._schema._limits import ValidationLimits
 from .._schema._node import TRUE_NODE, CompiledSchema, Node, Role
 from .._schema._values import parse_number
 from ._checks import begin_error, number_prefix_error, scalar_error
-from ._eval import Ev, KeyName
+from ._eval import Ev
+from ._frame import EMPTY as _EMPTY
+from ._frame import Frame
+from ._frame import escape as _escape
+from ._frame import release as _release
 from ._parser import JsonHandlerBase
+from ._prefix import KeyName
 from ._types import Violation
 
-__all__ = ["Engine", "Frame", "Rejected"]
+__all__ = ["Engine", "Rejected"]
 
 _LITERALS = {"true": True, "false": False, "null": None}
-_EMPTY: Any = ()
 _NOTHING: Any = object()
 
 
@@ -36,75 +46,6 @@ class Rejected(Exception):
     def __init__(self, violation: Violation) -> None:
         super().__init__(violation.message)
         self.violation = violation
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _release(f: Frame) -> None:
-    """Break the Frame <-> Ev and parent <-> in-place kid cycles of a finished value, so reference counting
-    frees them at once (cyclic garbage makes the collector run, and scan the growing value tree, often)."""
-    for ev in f.evs:
-        ev.kids = None
-    f.evs = _EMPTY
-
-
-class Frame:
-    """One value being parsed (a container on the open path, or the scalar being written)."""
-
-    __slots__ = (
-        "_path",
-        "announced",
-        "count",
-        "cur_key",
-        "early",
-        "evs",
-        "key",
-        "kf",
-        "kind",
-        "kparts",
-        "nchecked",
-        "ntext",
-        "parent",
-        "pending",
-        "sjoin",
-        "slen",
-        "value",
-    )
-
-    def __init__(self, kind: str, parent: Frame | None, key: Any) -> None:
-        self.kind = kind
-        self.parent = parent
-        self.key = key
-        self.evs: list[Any] = []
-        self.value: Any = None
-        self.count = 0
-        self.pending: Any = _EMPTY
-        self.announced = False
-        self.slen = 0
-        self.sjoin = ""
-        self.early: list[Any] | None = None
-        self.kparts: Any = _EMPTY
-        self.kf: Frame | None = None
-        self.cur_key: Any = None
-        self.ntext = ""
-        self.nchecked = 0
-        self._path: str | None = None
-
-    def path(self) -> str:
-        """JSON pointer of this value ("" for the root; a key frame reports its object's pointer)."""
-        p = self._path
-        if p is None:
-            parent = self.parent
-            if parent is None:
-                p = ""
-            elif self.key is None:
-                p = parent.path()
-            else:
-                p = f"{parent.path()}/{_escape(str(self.key))}"
-            self._path = p
-        return p
 
 
 class Engine(JsonHandlerBase):

@@ -24,18 +24,19 @@ time (``max_inplace_expansion``).
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from .._schema._node import FALSE_NODE, TRUE_NODE, Node, Role
 from .._schema._values import describe, json_unique
-from ._checks import _choices_text, begin_error, final_error, prefix_possible, scalar_error
+from ._checks import _choices_text, begin_error, final_error, scalar_error
+from ._prefix import choice_death, pattern_death
 from ._types import Violation
 
 if TYPE_CHECKING:
-    from ._engine import Engine, Frame
+    from ._context import EvalContext
+    from ._frame import Frame
 
-__all__ = ["Ev", "KeyName"]
+__all__ = ["Ev"]
 
 
 class Ev:
@@ -77,10 +78,10 @@ class Ev:
 
     # -- death -----------------------------------------------------------------------------------------------
 
-    def fail(self, ctx: Engine, keyword: str, detail: str) -> None:
+    def fail(self, ctx: EvalContext, keyword: str, detail: str) -> None:
         self.die(ctx.violation(self.frame, keyword, detail), ctx)
 
-    def die(self, viol: Any, ctx: Engine) -> None:
+    def die(self, viol: Any, ctx: EvalContext) -> None:
         if self.dead:
             return
         if viol.offset != ctx.off:
@@ -95,7 +96,7 @@ class Ev:
         elif not up.dead:
             up.kid_failed(self, viol, ctx)
 
-    def kid_failed(self, kid: Ev, viol: Any, ctx: Engine) -> None:
+    def kid_failed(self, kid: Ev, viol: Any, ctx: EvalContext) -> None:
         role = kid.role
         if role == Role.UNEVAL:
             if self.bad is None:
@@ -120,7 +121,7 @@ class Ev:
         else:  # CHILD, NAMES, KEYNAME, ALLOF, REF, DYN
             self.die(viol, ctx)
 
-    def _check_if(self, kid: Ev, ctx: Engine) -> None:
+    def _check_if(self, kid: Ev, ctx: EvalContext) -> None:
         """Die when both outcomes of if/then/else are impossible for every completion of the value.
 
         Outcome "if holds" (then applies) is gone once the ``if`` evaluation or the ``then`` one has died;
@@ -155,7 +156,7 @@ class Ev:
 
     # -- start -----------------------------------------------------------------------------------------------
 
-    def begin(self, kind: str, ctx: Engine) -> None:
+    def begin(self, kind: str, ctx: EvalContext) -> None:
         node = self.node
         err = begin_error(node, kind)
         if err is not None:
@@ -166,7 +167,7 @@ class Ev:
     # -- string prefix checks --------------------------------------------------------------------------------
 
     def str_death(
-        self, prev: str, text: str, prev_len: int, tlimit: int, ctx: Engine
+        self, prev: str, text: str, prev_len: int, tlimit: int, ctx: EvalContext
     ) -> tuple[int, str, str]:
         """(k, keyword, detail): the string dies at ``text[k-1]`` (k = 0: still possible).
 
@@ -184,13 +185,13 @@ class Ev:
         limit = min(limit, tlimit)
         if limit > 0:
             for ch in node.choices:
-                k = _choice_death(ch.strings, prev, text, limit)
+                k = choice_death(ch.strings, prev, text, limit)
                 if k:
                     best, limit = k, k - 1
                     keyword = ch.keyword
                     detail = f"{describe(prev + text[:k])} cannot become any of {_choices_text(ch.values)}"
             if node.pattern_early and limit > 0 and id(self) not in ctx.slow_patterns:
-                kp = _pattern_death(node.pattern, prev, text, limit, ctx)
+                kp = pattern_death(node.pattern, prev, text, limit, ctx)
                 if kp:
                     best = k = kp
                     keyword = "pattern"
@@ -203,7 +204,7 @@ class Ev:
 
     # -- object events ---------------------------------------------------------------------------------------
 
-    def key_coming(self, frame: Frame, ctx: Engine) -> None:
+    def key_coming(self, frame: Frame, ctx: EvalContext) -> None:
         node = self.node
         keys = frame.value
         if node.max_props is not None and len(keys) + 1 > node.max_props:
@@ -221,7 +222,9 @@ class Ev:
         if node.prop_names is FALSE_NODE:
             self.fail(ctx, "propertyNames", "no property is allowed (propertyNames is false)")
 
-    def child_specs(self, key: str, frame: Frame, out: list[tuple[Ev, int, Node, Any]], ctx: Engine) -> None:
+    def child_specs(
+        self, key: str, frame: Frame, out: list[tuple[Ev, int, Node, Any]], ctx: EvalContext
+    ) -> None:
         node = self.node
         matched = False
         sub = node.props.get(key)
@@ -284,7 +287,7 @@ class Ev:
 
     # -- array events ----------------------------------------------------------------------------------------
 
-    def item_coming(self, index: int, out: list[tuple[Ev, int, Node, Any]], ctx: Engine) -> None:
+    def item_coming(self, index: int, out: list[tuple[Ev, int, Node, Any]], ctx: EvalContext) -> None:
         node = self.node
         if node.max_items is not None and index + 1 > node.max_items:
             self.fail(ctx, "maxItems", f"more than {node.max_items} items (maxItems)")
@@ -322,7 +325,7 @@ class Ev:
             elif sub is not TRUE_NODE:
                 out.append((self, Role.UNEVAL, sub, index))
 
-    def _contains_hit(self, index: int, ctx: Engine) -> None:
+    def _contains_hit(self, index: int, ctx: EvalContext) -> None:
         self.count += 1
         if self.collect:  # contains matches are annotations (2019-09+)
             if self.ann is None:
@@ -335,13 +338,13 @@ class Ev:
                 ctx, "maxContains", f"more than {node.max_contains} items match 'contains' (maxContains)"
             )
 
-    def kid_ok(self, kid: Ev, ctx: Engine) -> None:
+    def kid_ok(self, kid: Ev, ctx: EvalContext) -> None:
         if kid.role == Role.CONTAINS:
             self._contains_hit(kid.key, ctx)
 
     # -- close -----------------------------------------------------------------------------------------------
 
-    def finish(self, kind: str, value: Any, ctx: Engine) -> None:
+    def finish(self, kind: str, value: Any, ctx: EvalContext) -> None:
         node = self.node
         if node.always is None:
             if kind == "object":
@@ -371,7 +374,7 @@ class Ev:
             if up is not None and not up.dead:
                 up.kid_ok(self, ctx)
 
-    def _finish_object(self, value: dict[str, Any], ctx: Engine) -> None:
+    def _finish_object(self, value: dict[str, Any], ctx: EvalContext) -> None:
         node = self.node
         missing = [r for r in node.required if r not in value]
         if missing:
@@ -398,7 +401,7 @@ class Ev:
                     self.fail(ctx, kw, f"property {key!r} requires {', '.join(repr(a) for a in absent)}")
                     return
 
-    def _finish_array(self, value: list[Any], ctx: Engine) -> None:
+    def _finish_array(self, value: list[Any], ctx: EvalContext) -> None:
         node = self.node
         n = len(value)
         if node.min_items is not None and n < node.min_items:
@@ -424,7 +427,7 @@ class Ev:
                 self.fail(ctx, "uniqueItems", f"item {dup} repeats an earlier item (uniqueItems)")
                 return
 
-    def _combine(self, kind: str, value: Any, ctx: Engine) -> None:
+    def _combine(self, kind: str, value: Any, ctx: EvalContext) -> None:
         node = self.node
         kids = self.kids
         assert kids is not None
@@ -461,7 +464,7 @@ class Ev:
                     self.die(kid.err, ctx)
                     return
 
-    def _annotations(self, kind: str, value: Any, ctx: Engine) -> None:
+    def _annotations(self, kind: str, value: Any, ctx: EvalContext) -> None:
         """Merge evaluated keys/indices from valid in-place children; enforce unevaluated*."""
         node = self.node
         ann = self.ann if self.ann is not None else set()
@@ -508,124 +511,3 @@ class Ev:
                         return
                 ann = True
         self.ann = ann
-
-
-def _choice_death(strings: tuple[str, ...], prev: str, text: str, limit: int) -> int:
-    """First k <= limit at which ``prev + text[:k]`` is no member's prefix (0: none)."""
-    if prefix_possible(strings, prev + text[:limit]):
-        return 0
-    return _first_true(lambda k: not prefix_possible(strings, prev + text[:k]), limit)
-
-
-def _pattern_death(pattern: Any, prev: str, text: str, limit: int, ctx: Engine) -> int | None:
-    """First k <= limit at which the pattern can no longer match (0: none; None: the regex timed out)."""
-    timeout = ctx.regex_timeout
-    timed_out = False
-
-    def dead(k: int) -> bool:
-        nonlocal timed_out
-        if timed_out:
-            return False
-        try:
-            return pattern.search(prev + text[:k], partial=True, timeout=timeout) is None
-        except TimeoutError:
-            timed_out = True
-            return False
-
-    if not dead(limit):
-        return None if timed_out else 0
-    k = _first_true(dead, limit)
-    return None if timed_out else k
-
-
-def _first_true(pred: Any, hi: int) -> int:
-    """Smallest k in [1, hi] with ``pred(k)`` true, given ``pred`` monotone and ``pred(hi)`` true."""
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pred(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-class KeyName:
-    """The allowed-name filter of one closed object (``additionalProperties: false``).
-
-    Lives on the key being written; dies at the first character that neither a remaining (unused) declared
-    property name nor a ``patternProperties`` regex (partial match) allows.
-    """
-
-    __slots__ = ("dead", "err", "frame", "key", "kids", "names", "patterns", "role", "up")
-
-    def __init__(self, up: Ev, names: list[str], frame: Frame) -> None:
-        self.up = up
-        self.names = names
-        self.patterns = up.node.pattern_props
-        self.kids = None
-        self.dead = False
-        self.role = Role.KEYNAME
-        self.key = None
-        self.err: Any = None
-        self.frame = frame
-
-    def die(self, viol: Any, ctx: Engine) -> None:
-        if not self.dead:
-            self.dead = True
-            self.err = viol
-            if not self.up.dead:
-                self.up.kid_failed(self, viol, ctx)  # type: ignore[arg-type]
-
-    def str_death(
-        self, prev: str, text: str, prev_len: int, tlimit: int, ctx: Engine
-    ) -> tuple[int, str, str]:
-        if tlimit <= 0 or not self._dead_prefix(prev + text[:tlimit], ctx):
-            return 0, "", ""
-        k = _first_true(lambda k: self._dead_prefix(prev + text[:k], ctx), tlimit)
-        prefix = prev + text[:k]
-        used = self.frame.value  # the object's finished members (this filter's frame is the object's)
-        taken = [n for n in self.up.node.names if n in used and n.startswith(prefix)]
-        already = ""
-        if taken:  # a used name: the model is repeating a key
-            names = ", ".join(repr(n) for n in taken[:4])
-            already = f"{names} {'is' if len(taken) == 1 else 'are'} already set; "
-        return (
-            k,
-            "additionalProperties",
-            f"no allowed property name starts with {describe(prefix)} ({already}{self._allowed()})",
-        )
-
-    def _dead_prefix(self, prefix: str, ctx: Engine) -> bool:
-        if prefix_possible(self.names, prefix):
-            return False
-        for rx, _, _ in self.patterns:
-            try:
-                if rx.search(prefix, partial=True, timeout=ctx.regex_timeout) is not None:
-                    return False
-            except TimeoutError:
-                return False
-        return True
-
-    def _allowed(self) -> str:
-        allowed = ", ".join(repr(n) for n in self.names[:8]) or "none"
-        if self.patterns:
-            allowed += " or names matching " + ", ".join(repr(p[1]) for p in self.patterns[:4])
-        return f"additionalProperties is false; allowed: {allowed}"
-
-    def finish_key(self, key: str, ctx: Engine) -> None:
-        i = bisect_left(self.names, key)
-        if i < len(self.names) and self.names[i] == key:
-            return
-        for rx, _, _ in self.patterns:
-            try:
-                if rx.search(key, timeout=ctx.regex_timeout) is not None:
-                    return
-            except TimeoutError:
-                return  # decided by child_specs, which reports the timeout
-        self.die(
-            ctx.violation(
-                self.frame, "additionalProperties", f"property {key!r} is not allowed ({self._allowed()})"
-            ),
-            ctx,
-        )

@@ -197,10 +197,10 @@ def is_json_value(text: str) -> bool:
         return status == "done" and end == len(text)
     if text[0] == '"':
         try:
-            _, end = scanstring(text, 1, True)
+            closed: int = scanstring(text, 1, True)[1]
         except ValueError:
             return False
-        return end == len(text)
+        return closed == len(text)
     return text in ("true", "false", "null") or _JSON_NUMBER.fullmatch(text) is not None
 
 
