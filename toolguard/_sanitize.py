@@ -80,8 +80,36 @@ _INTRODUCED = re.compile(_CONTEXT_WORD + r"(\s+(?:is\s+|was\s+|of\s+)?[\"'`]?)([
 _LITERALS = frozenset({"true", "false", "none", "null", "nil", "undefined", "empty", "yes", "no"})
 # Upper-case words that follow "key" or "token" in ordinary text.
 _ACRONYMS = frozenset(
-    {"ID", "IDS", "URL", "URI", "API", "HTTP", "HTTPS", "JSON", "XML", "UTF", "ASCII", "TTL", "JWT", "SSO",
-     "MFA", "OAUTH", "CSRF", "AWS", "GCP", "ARN", "EOS", "BOS", "PAD", "UNK", "SEP", "CLS", "MASK", "NOT"}
+    {
+        "ID",
+        "IDS",
+        "URL",
+        "URI",
+        "API",
+        "HTTP",
+        "HTTPS",
+        "JSON",
+        "XML",
+        "UTF",
+        "ASCII",
+        "TTL",
+        "JWT",
+        "SSO",
+        "MFA",
+        "OAUTH",
+        "CSRF",
+        "AWS",
+        "GCP",
+        "ARN",
+        "EOS",
+        "BOS",
+        "PAD",
+        "UNK",
+        "SEP",
+        "CLS",
+        "MASK",
+        "NOT",
+    }
 )
 _TOKENS = re.compile(
     r"\bsk-(?=[A-Za-z0-9_*-]*[0-9*])[A-Za-z0-9_*-]{6,}"  # OpenAI, Anthropic (sk-ant-...), sk-proj-, masked
