@@ -142,7 +142,7 @@ def token_run_curve(
     late short-token loops are caught (with token ids), for each candidate count."""
     print("\ntoken_run_short trade-off (token ids + text):")
     print(
-        "   count | corpus FP | held-out FP | recall  | short-token loops: latency median / p95 | content p95"
+        "   count | corpus FP | held-out FP | recall | short content tokens: median / p95 / max | content p95"
     )
     for count in SWEEP:
         config = dataclasses.replace(RunawayConfig(), token_run_short=count)
@@ -210,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"    {name}: {found}")
         print(f"latency after the loop began, characters (median / p95 / max): {summary(r['latencies'])}")
         content = r["by_class"].get("content", [])
-        print(f"  content and lines units only: {summary(content)}")
+        lines = content + r["by_class"].get("lines", [])
+        print(f"  content units only: {summary(content)}; content and lines units: {summary(lines)}")
         print("  by category:")
         for category, values in sorted(r["by_category"].items()):
             print(f"    {category:24s} n={len(values):4d}  {summary(values)}")
