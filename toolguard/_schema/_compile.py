@@ -24,20 +24,15 @@ from typing import Any
 import regex
 
 from .._exceptions import SchemaError, SchemaLimitExceeded
+from ._choices import choice_record, finish_choice_node, holds_for
 from ._keywords import DRAFT_ORDER, check_keywords
 from ._limits import DEFAULT_LIMITS, ValidationLimits
 from ._node import (
     _TYPE_BITS,
     ALL_KINDS,
-    ARR,
-    BOOL,
     FALSE_NODE,
-    NULL,
-    NUM,
-    OBJ,
     STR,
     TRUE_NODE,
-    Choice,
     CompiledSchema,
     Node,
     Role,
@@ -46,20 +41,6 @@ from ._normalize import Draft, detect_draft
 from ._refs import ResourceIndex, join_uri
 
 __all__ = ["compile_schema"]
-
-
-def _kind_of(value: Any) -> int:
-    if value is None:
-        return NULL
-    if value is True or value is False:
-        return BOOL
-    if isinstance(value, str):
-        return STR
-    if isinstance(value, (int, float)):
-        return NUM
-    if isinstance(value, dict):
-        return OBJ
-    return ARR
 
 
 def _is_num(value: Any) -> bool:
@@ -237,13 +218,7 @@ class _Compiler:
             choices.append(("enum", tuple(values)))
         if "const" in s and DRAFT_ORDER[n.draft] >= 6:
             choices.append(("const", (s["const"],)))
-        out = []
-        for keyword, values in choices:
-            kinds = 0
-            for v in values:
-                kinds |= _kind_of(v)
-            strings = tuple(sorted({v for v in values if isinstance(v, str)}))
-            out.append(Choice(keyword, values, kinds, strings))
+        out = [choice_record(keyword, values) for keyword, values in choices]
         n.choices = tuple(out)
         if out:
             n.has_final = True
@@ -484,6 +459,8 @@ class _Compiler:
             inplace.append((Role.DEP, sub, key))
 
     def _finish_inplace(self, n: Node, inplace: list[tuple[int, Node, Any]]) -> None:
+        if n.choices:
+            finish_choice_node(n)
         n.inplace = tuple(inplace)
         if n.uneval_props is not None or n.uneval_items is not None:
             n.needs_ann = True
@@ -499,6 +476,7 @@ class _Compiler:
         )
         if plain:
             n.always = True
+        n.holds_for = holds_for(n)
 
 
 def _check_inplace(root: Node, nodes: list[Node], limits: ValidationLimits) -> None:

@@ -80,6 +80,10 @@ class Node:
         "additional",
         "always",
         "any_pos",
+        "choice_items",
+        "choice_max_props",
+        "choice_props",
+        "choice_sigs",
         "choices",
         "contains",
         "contains_legacy",
@@ -94,6 +98,7 @@ class Node:
         "has_arr",
         "has_final",
         "has_obj",
+        "holds_for",
         "if_pos",
         "inplace",
         "int_only",
@@ -146,6 +151,13 @@ class Node:
         self.int_strict = False
         self.type_names: tuple[str, ...] = ()
         self.choices: tuple[Choice, ...] = ()
+        # derived from the choices' object/array/number members (``_choices``): per-key and per-index
+        # member nodes, the most keys a member has, and the numeric members' significant digits
+        self.choice_props: dict[str, Node] | None = None
+        self.choice_max_props: int | None = None
+        self.choice_items: tuple[Node, ...] | None = None
+        self.choice_sigs: tuple[tuple[Choice, tuple[tuple[int, tuple[str, ...]], ...]], ...] | None = None
+        self.holds_for = 0  # kinds every value of which satisfies this node
         self.min_len: int | None = None
         self.max_len: int | None = None
         self.pattern: Any = None
@@ -219,6 +231,7 @@ class CompiledSchema:
 
 TRUE_NODE = Node("#", "draft2020-12", "")
 TRUE_NODE.always = True
+TRUE_NODE.holds_for = ALL_KINDS
 FALSE_NODE = Node("#", "draft2020-12", "")
 FALSE_NODE.always = False
 FALSE_NODE.kinds = 0

@@ -13,6 +13,8 @@ from bisect import bisect_left
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from .._schema._choices import MAX_SIGNIFICANT
+from .._schema._choices import significant as _significant
 from .._schema._node import ARR, BOOL, KIND_BITS, NULL, NUM, OBJ, STR, Node
 from .._schema._values import describe, json_equal
 
@@ -115,6 +117,28 @@ def _lower_error(node: Node, value: int | float) -> tuple[str, str] | None:
     return None
 
 
+def _zero_allowed(node: Node) -> bool:
+    """Whether 0 satisfies the node's bounds and numeric choices (every completion can underflow to 0)."""
+    if _bounds_error(node, 0) is not None:
+        return False
+    return all(any(json_equal(0, v) for v in ch.values) for ch in node.choices if ch.kinds & NUM)
+
+
+def _choice_prefix_error(node: Node, text: str, neg: bool, body: str) -> tuple[str, str] | None:
+    """No member of an ``enum``/``const`` can be spelled by extending ``text`` (see ``_schema._choices``)."""
+    if node.choice_sigs is None or "e" in body or "E" in body:
+        return None
+    sign = -1 if neg else 1
+    sig = _significant(body.replace(".", ""))
+    if (body and not sig) or len(sig) > MAX_SIGNIFICANT:
+        return None  # zeros so far (anything may follow), or too many digits to rule out rounding
+    for choice, members in node.choice_sigs:
+        reachable = any(s == sign and any(m.startswith(sig) for m in sigs) for s, sigs in members)
+        if not reachable:
+            return choice.keyword, f"no number starting with {text} is one of {_choices_text(choice.values)}"
+    return None
+
+
 def number_prefix_error(node: Node, text: str) -> tuple[str, str] | None:
     """Why no number starting with ``text`` (a valid number prefix) can satisfy ``node``, or ``None``.
 
@@ -122,9 +146,16 @@ def number_prefix_error(node: Node, text: str) -> tuple[str, str] | None:
     negatives; once exponent digits are present the value only moves one way as digits are added; in draft 4
     an integer cannot take a fraction or an exponent, so its digits only move away from zero. Everything else
     (an exponent can still bring ``20`` down to ``2.0``, a valid integer from draft 6 on) waits for the close.
+    Numeric ``enum``/``const`` members are matched by significant digits (``7`` is none of 1, 2, 3). From
+    draft 6 on an integer with a negative exponent that is already a fraction (``5e-1``) can only shrink, to
+    other fractions or, by underflow, to 0: it is rejected when 0 is not allowed either. A negative prefix
+    under ``minimum: 0`` is not rejected: ``-5e-400`` is ``-0.0``, which is not below 0.
     """
     neg = text.startswith("-")
     body = text[1:] if neg else text
+    found = _choice_prefix_error(node, text, neg, body)
+    if found is not None:
+        return found
     if not body:
         if node.minimum is not None and node.minimum > 0:
             return "minimum", f"a negative number is less than the minimum of {describe(node.minimum)}"
@@ -148,6 +179,12 @@ def number_prefix_error(node: Node, text: str) -> tuple[str, str] | None:
         value = float(text)
         if float(body[:epos]) == 0:
             return _bounds_error(node, value)
+        if node.int_only and exp.startswith("-") and not _zero_allowed(node):
+            mantissa = body[:epos]
+            power = int(exp[1:])
+            exact = power <= 300 and len(_significant(mantissa.replace(".", ""))) <= MAX_SIGNIFICANT
+            if exact and (Fraction(mantissa) / 10**power).denominator != 1:
+                return "type", f"expected integer: {text}… can only become a fraction or 0 (not allowed)"
         growing = not exp.startswith("-")
         if growing != neg:  # the value only increases from here
             return _upper_error(node, value)

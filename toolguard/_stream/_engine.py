@@ -325,6 +325,22 @@ class Engine(JsonHandlerBase):
                     self.off = offset + k - 1
                     ev.die(self.violation(ev.frame, keyword, detail), self)
 
+    def escape_start(self, offset: int) -> None:
+        """A backslash in a string or key: a string already at its ``maxLength`` cannot take the character the
+        escape will add, so it dies at the backslash rather than at the escape's last character."""
+        if self.s_kind == "string":
+            f = self.s_frame
+        else:
+            top = self.top
+            f = top.kf if top is not None else None
+        if f is None or f.early is None:
+            return
+        for ev in f.early:
+            node = getattr(ev, "node", None)  # a KeyName filter has none
+            if not ev.dead and node is not None and node.max_len is not None and f.slen >= node.max_len:
+                self.off = offset
+                ev.fail(self, "maxLength", f"the string is longer than the maxLength of {node.max_len}")
+
     def string_full(self, text: str, start: int, end: int) -> None:
         self.value_start("string", start, text)
         f = self.s_frame
@@ -356,6 +372,7 @@ class Engine(JsonHandlerBase):
                 node.max_props is not None
                 or node.prop_names is not None
                 or (node.names_closed and (text not in node.props or text in keys))
+                or (node.choice_props is not None and (text not in node.choice_props or text in keys))
             ):
                 break  # needs the character-level path for an exact offset
         else:  # the key is acceptable to every closed object and nothing constrains names
@@ -438,11 +455,27 @@ class Engine(JsonHandlerBase):
             node = ev.node
             if not node.has_obj:
                 continue
-            if node.names_closed or (node.prop_names is not None and node.prop_names is not TRUE_NODE):
+            choice_keys = node.choice_props
+            if (
+                node.names_closed
+                or choice_keys is not None
+                or (node.prop_names is not None and node.prop_names is not TRUE_NODE)
+            ):
                 if kf is None:
                     kf = Frame("string", f, None)
                 if node.names_closed:
                     kf.evs.append(KeyName(ev, [n for n in node.names if n not in f.value], f))
+                if choice_keys is not None:
+                    declared = tuple(choice_keys)  # sorted when derived
+                    kf.evs.append(
+                        KeyName(
+                            ev,
+                            [n for n in declared if n not in f.value],
+                            f,
+                            declared=declared,
+                            keyword=node.choices[0].keyword,
+                        )
+                    )
                 if node.prop_names is not None and node.prop_names is not TRUE_NODE:
                     first = len(kf.evs)
                     self._spawn(node.prop_names, ev, Role.NAMES, None, kf, kf.evs, ev.scope, False)

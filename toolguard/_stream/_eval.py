@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._schema._node import FALSE_NODE, TRUE_NODE, Node, Role
+from .._schema._node import FALSE_NODE, KIND_BITS, TRUE_NODE, Node, Role
 from .._schema._values import describe, json_unique
 from ._checks import _choices_text, begin_error, final_error, scalar_error
 from ._prefix import choice_death, pattern_death
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from ._frame import Frame
 
 __all__ = ["Ev"]
+
+
+def _kind_word(kind: str) -> str:
+    return {"true": "boolean", "false": "boolean"}.get(kind, kind)
 
 
 class Ev:
@@ -136,7 +140,10 @@ class Ev:
         then_ev = kids[node.then_pos] if node.then_pos >= 0 else None
         else_ev = kids[node.else_pos] if node.else_pos >= 0 else None
         holds_gone = if_ev.dead or (then_ev is not None and then_ev.dead)
-        fails_gone = (else_ev is not None and else_ev.dead) or if_ev.node.always is True
+        # the if cannot fail when it holds for every value of this kind ({"type": "number"} for a number)
+        fails_gone = (else_ev is not None and else_ev.dead) or bool(
+            if_ev.node.holds_for & KIND_BITS[self.frame.kind]
+        )
         if not (holds_gone and fails_gone):
             return
         if if_ev.dead:
@@ -161,8 +168,9 @@ class Ev:
         err = begin_error(node, kind)
         if err is not None:
             self.fail(ctx, *err)
-        elif node.not_pos >= 0 and node.inplace[node.not_pos][1].always is True:
-            self.fail(ctx, "not", "no value is allowed here (its 'not' schema accepts every value)")
+        elif node.not_pos >= 0 and node.inplace[node.not_pos][1].holds_for & KIND_BITS[kind]:
+            what = "value" if node.inplace[node.not_pos][1].always is True else _kind_word(kind)
+            self.fail(ctx, "not", f"no {what} is allowed here (its 'not' schema accepts every {what})")
 
     # -- string prefix checks --------------------------------------------------------------------------------
 
@@ -210,6 +218,10 @@ class Ev:
         if node.max_props is not None and len(keys) + 1 > node.max_props:
             self.fail(ctx, "maxProperties", f"more than {node.max_props} properties (maxProperties)")
             return
+        if node.choice_max_props is not None and len(keys) + 1 > node.choice_max_props:
+            keyword = node.choices[0].keyword
+            self.fail(ctx, keyword, f"more properties than any value the {keyword} allows")
+            return
         if node.names_closed and not node.pattern_props and all(name in keys for name in node.names):
             allowed = ", ".join(repr(n) for n in node.names[:8]) or "none"
             self.fail(
@@ -226,6 +238,14 @@ class Ev:
         self, key: str, frame: Frame, out: list[tuple[Ev, int, Node, Any]], ctx: EvalContext
     ) -> None:
         node = self.node
+        if node.choice_props is not None:
+            member = node.choice_props.get(key)
+            keyword = node.choices[0].keyword
+            if member is None:
+                allowed = ", ".join(repr(k) for k in list(node.choice_props)[:8]) or "none"
+                self.fail(ctx, keyword, f"property {key!r} is in no value the {keyword} allows ({allowed})")
+                return
+            out.append((self, Role.CHILD, member, key))
         matched = False
         sub = node.props.get(key)
         if sub is not None:
@@ -292,6 +312,12 @@ class Ev:
         if node.max_items is not None and index + 1 > node.max_items:
             self.fail(ctx, "maxItems", f"more than {node.max_items} items (maxItems)")
             return
+        if node.choice_items is not None:
+            keyword = node.choices[0].keyword
+            if index >= len(node.choice_items):
+                self.fail(ctx, keyword, f"more items than any value the {keyword} allows")
+                return
+            out.append((self, Role.CHILD, node.choice_items[index], index))
         legacy = node.draft != "draft2020-12"
         if index < len(node.prefix):
             sub: Node | None = node.prefix[index]

@@ -20,7 +20,8 @@ Events (methods called on the handler; offsets index the whole stream):
   stream starting at ``offset``; a decoded escape arrives as its own one-character part whose ``offset`` is
   the escape's last character.
 - ``string_end(offset)`` / ``key_end(offset)``: the closing quote. ``key_start(offset)``: a key's opening
-  quote.
+  quote. ``escape_start(offset)``: a backslash that will add at least one character to the string or key
+  being read (not sent for the second half of a surrogate pair).
 - ``number_part(text, start)``: the number so far (``text`` is everything from ``start``), sent when a chunk
   ends inside a number. ``number_end(text, start, end)``: the whole literal; ``end`` is the offset of the
   character that terminated it (or the stream length at ``close()``).
@@ -91,6 +92,7 @@ class JsonHandler(Protocol):
     def key_start(self, offset: int) -> None: ...
     def key_part(self, text: str, offset: int) -> None: ...
     def key_end(self, offset: int) -> None: ...
+    def escape_start(self, offset: int) -> None: ...
     def number_part(self, text: str, start: int) -> None: ...
     def number_end(self, text: str, start: int, end: int) -> None: ...
     def literal_end(self, offset: int) -> None: ...
@@ -111,6 +113,9 @@ class JsonHandlerBase:
     longer than ``max_number_length``: that one takes the basic events, and the cap). Subclass and
     override them only to go faster.
     """
+
+    def escape_start(self, offset: int) -> None:
+        """A backslash: most handlers wait for the decoded character instead."""
 
     def string_full(self, text: str, start: int, end: int) -> None:
         h: Any = self
@@ -271,6 +276,8 @@ class JsonPushParser:
                             state = self._after_value()
                             h.string_end(base + end)
                     elif c == "\\":
+                        if self._hi < 0:  # an escape adds at least one character (a pair completes one)
+                            h.escape_start(base + end)
                         if end + 1 < n:
                             e = chunk[end + 1]
                             simple = _SIMPLE.get(e)

@@ -68,15 +68,39 @@ class KeyName:
     """The allowed-name filter of one closed object (``additionalProperties: false``).
 
     Lives on the key being written; dies at the first character that neither a remaining (unused) declared
-    property name nor a ``patternProperties`` regex (partial match) allows.
+    property name nor a ``patternProperties`` regex (partial match) allows. The same filter serves the keys
+    of an ``enum``/``const`` of objects (``declared``: the members' keys, ``keyword``: ``const``/``enum``,
+    no patterns).
     """
 
-    __slots__ = ("dead", "err", "frame", "key", "kids", "names", "patterns", "role", "up")
+    __slots__ = (
+        "dead",
+        "declared",
+        "err",
+        "frame",
+        "key",
+        "keyword",
+        "kids",
+        "names",
+        "patterns",
+        "role",
+        "up",
+    )
 
-    def __init__(self, up: EvalParent, names: list[str], frame: Frame) -> None:
+    def __init__(
+        self,
+        up: EvalParent,
+        names: list[str],
+        frame: Frame,
+        *,
+        declared: tuple[str, ...] | None = None,
+        keyword: str = "additionalProperties",
+    ) -> None:
         self.up = up
         self.names = names
-        self.patterns = up.node.pattern_props
+        self.declared = up.node.names if declared is None else declared
+        self.keyword = keyword
+        self.patterns = up.node.pattern_props if keyword == "additionalProperties" else ()
         self.kids = None
         self.dead = False
         self.role = Role.KEYNAME
@@ -99,14 +123,14 @@ class KeyName:
         k = first_true(lambda k: self._dead_prefix(prev + text[:k], ctx), tlimit)
         prefix = prev + text[:k]
         used = self.frame.value  # the object's finished members (this filter's frame is the object's)
-        taken = [n for n in self.up.node.names if n in used and n.startswith(prefix)]
+        taken = [n for n in self.declared if n in used and n.startswith(prefix)]
         already = ""
         if taken:  # a used name: the model is repeating a key
             names = ", ".join(repr(n) for n in taken[:4])
             already = f"{names} {'is' if len(taken) == 1 else 'are'} already set; "
         return (
             k,
-            "additionalProperties",
+            self.keyword,
             f"no allowed property name starts with {describe(prefix)} ({already}{self._allowed()})",
         )
 
@@ -125,6 +149,8 @@ class KeyName:
         allowed = ", ".join(repr(n) for n in self.names[:8]) or "none"
         if self.patterns:
             allowed += " or names matching " + ", ".join(repr(p[1]) for p in self.patterns[:4])
+        if self.keyword != "additionalProperties":
+            return f"the keys of the values the {self.keyword} allows; left: {allowed}"
         return f"additionalProperties is false; allowed: {allowed}"
 
     def finish_key(self, key: str, ctx: EvalContext) -> None:
@@ -138,8 +164,6 @@ class KeyName:
             except TimeoutError:
                 return  # decided by child_specs, which reports the timeout
         self.die(
-            ctx.violation(
-                self.frame, "additionalProperties", f"property {key!r} is not allowed ({self._allowed()})"
-            ),
+            ctx.violation(self.frame, self.keyword, f"property {key!r} is not allowed ({self._allowed()})"),
             ctx,
         )
