@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from jsonschema.validators import validator_for
 
 from toolguard._fuzz import Target, Violation, new_findings, register, replay_finding, run_fuzz
-from toolguard._fuzz._jsongen import dump, gen_instance, gen_schema, gen_value, mutate
+from toolguard._fuzz._instances import gen_instance, gen_value
+from toolguard._fuzz._jsongen import dump, gen_schema, mutate
 from toolguard._fuzz._jsonref import completions, is_complete, scan_prefix, strict_loads
 from toolguard._fuzz._targets._common import text_shrinks
 from toolguard.cli import main

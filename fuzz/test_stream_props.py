@@ -22,9 +22,9 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 
 from toolguard import StreamValidator, Verdict
+from toolguard._fuzz._instances import instances
 
 EXAMPLES = int(os.environ.get("TOOLGUARD_FUZZ_EXAMPLES", "40"))
 SETTINGS = settings(
@@ -143,31 +143,6 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
     max_leaves=10,
 )
-
-
-def instances(schema: Any) -> st.SearchStrategy[Any]:
-    """Valid-leaning instances: hypothesis-jsonschema for leaves, objects built here.
-
-    (hypothesis-jsonschema 0.23's object generator uses a ``many()`` API that hypothesis 6.170 removed, so
-    objects and unions are assembled from ``from_schema`` of their parts; callers filter with jsonschema.)
-    """
-    if not isinstance(schema, dict):
-        return from_schema(schema)
-    if "not" in schema:  # arbitrary values would need objects: draw ours, keep the ones that fit
-        check = jsonschema.Draft202012Validator(schema)
-        return JSON_VALUES.filter(check.is_valid)
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            base = {k: v for k, v in schema.items() if k != key}
-            return st.one_of([instances({**base, **branch}) for branch in schema[key]])
-    if schema.get("type") == "object" or "properties" in schema:
-        props = schema.get("properties", {})
-        required = set(schema.get("required", []))
-        return st.fixed_dictionaries(
-            {k: instances(v) for k, v in props.items() if k in required},
-            optional={k: instances(v) for k, v in props.items() if k not in required},
-        )
-    return from_schema(schema)
 
 
 def valid_instances(name: str) -> st.SearchStrategy[Any]:

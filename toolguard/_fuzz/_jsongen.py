@@ -1,15 +1,20 @@
-"""Seeded generators: JSON Schemas, instances aimed at them, JSON text in random styles, and mutations.
+"""Seeded generators for the fuzz targets: schemas, JSON text in random styles, and mutations.
 
 Theory of operation
 -------------------
-Everything here draws from one ``random.Random`` so a case is a pure function of its seed. Schemas use the
-keywords the StreamValidator promises (types, enum/const, string/number/array/object constraints, anyOf/
-oneOf/allOf/not, if/then/else, local ``$ref`` including recursion, a few formats) in drafts 2020-12, 7 and 4.
-Instances are *aimed* at the schema, not guaranteed valid: the stream target labels every document with
-jsonschema, so a miss is just an invalid case, which is useful too. ``dump`` writes a value as JSON text
-with random whitespace, escapes (``\\uXXXX``, surrogate pairs, ``\\/``) and number spellings; ``mutate``
-damages a text in the ways streams get damaged (deletions, insertions, truncation, trailing data, deep
-nesting). Property names share prefixes (``a``, ``ab``, ``abc``) to stress prefix decisions.
+Everything here draws from one ``random.Random`` so a case is a pure function of its seed. Instances of a
+schema come from hypothesis-jsonschema (``_instances``): it generates values for string, number, enum and
+array keywords with their patterns, formats and bounds, better than the generator that lived here. What it
+cannot do stays here:
+
+- **schemas** (``gen_schema``): hypothesis-jsonschema generates instances, not schemas. These use the
+  keywords the StreamValidator promises (types, enum/const, string/number/array/object constraints,
+  anyOf/oneOf/allOf/not, if/then/else, local ``$ref`` including recursion, a few formats) in drafts 2020-12,
+  7 and 4, with property names that share prefixes (``a``, ``ab``, ``abc``) to stress prefix decisions;
+- **JSON text**: ``dump`` writes a value with random whitespace, escapes (``\\uXXXX``, surrogate pairs,
+  ``\\/``) and number spellings; hypothesis produces values, not their spellings;
+- **damage**: ``mutate`` breaks a text the ways streams break (deletions, insertions, truncation, trailing
+  data, deep nesting, giant numbers).
 
 Cost: generation is O(size of the output); sizes are capped by the named defaults below.
 """
@@ -21,7 +26,17 @@ import math
 import random
 from typing import Any
 
-__all__ = ["FORMAT_EXAMPLES", "PATTERNS", "dump", "gen_instance", "gen_schema", "gen_value", "mutate"]
+__all__ = [
+    "FORMATS",
+    "MAX_ITEMS",
+    "MAX_STRING",
+    "PATTERNS",
+    "PROPERTY_NAMES",
+    "dump",
+    "gen_schema",
+    "mutate",
+    "small_value",
+]
 
 MAX_DEPTH = 3
 MAX_PROPERTIES = 5
@@ -39,36 +54,20 @@ _ALPHABETS = (
     "\u2028\u00a0\ufeff",
 )
 
-# (pattern, generator of a matching string) — patterns every engine should handle.
-PATTERNS: tuple[tuple[str, Any], ...] = (
-    ("^[a-z]+$", lambda r: "".join(r.choice("abcdefxyz") for _ in range(r.randint(1, 8)))),
-    ("^[0-9]{3}-[0-9]{4}$", lambda r: f"{r.randint(0, 999):03d}-{r.randint(0, 9999):04d}"),
-    ("^(foo|bar)baz", lambda r: r.choice(["foo", "bar"]) + "baz" + r.choice(["", "!", "qq"])),
-    ("a", lambda r: r.choice(["a", "xa", "bab", "ccca"])),
-    ("^[A-Z][a-z]*$", lambda r: r.choice("ABCZ") + "".join(r.choice("abz") for _ in range(r.randint(0, 5)))),
-    ("^\\S+$", lambda r: "".join(r.choice("ab1-_é") for _ in range(r.randint(1, 6)))),
-    ("^.{2,5}$", lambda r: "".join(r.choice("ab é") for _ in range(r.randint(2, 5)))),
-    ("^[a-f0-9]{8}$", lambda r: "".join(r.choice("abcdef0123456789") for _ in range(8))),
-    ("(ab)+", lambda r: "x" * r.randint(0, 2) + "ab" * r.randint(1, 3)),
-    ("^\\d+(\\.\\d+)?$", lambda r: str(r.randint(0, 999)) + r.choice(["", ".5", ".25"])),
+# Patterns every engine should handle; hypothesis-jsonschema generates strings that match them.
+PATTERNS: tuple[str, ...] = (
+    "^[a-z]+$",
+    "^[0-9]{3}-[0-9]{4}$",
+    "^(foo|bar)baz",
+    "a",
+    "^[A-Z][a-z]*$",
+    "^\\S+$",
+    "^.{2,5}$",
+    "^[a-f0-9]{8}$",
+    "(ab)+",
+    "^\\d+(\\.\\d+)?$",
 )
-
-FORMAT_EXAMPLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # format: (valid examples, invalid examples)
-    "date": (
-        ("2024-01-31", "1999-12-01", "2024-02-29"),
-        ("2024-13-01", "24-01-01", "2023-02-29", "2024-1-1"),
-    ),
-    "time": (("12:30:00Z", "23:59:59+02:00", "00:00:00.5Z"), ("25:00:00Z", "12:30", "12:30:00")),
-    "date-time": (
-        ("2024-01-31T12:30:00Z", "2024-01-31T12:30:00.123+01:00"),
-        ("2024-01-31 12:30:00", "2024-01-31T12:30:00", "2024-01-31T25:30:00Z"),
-    ),
-    "email": (("a@b.co", "first.last@example.org"), ("no-at-sign", "")),
-    "uuid": (("123e4567-e89b-12d3-a456-426614174000",), ("123e4567e89b12d3a456426614174000x", "xyz")),
-    "ipv4": (("192.168.0.1", "8.8.8.8"), ("256.1.1.1", "1.2.3", "a.b.c.d")),
-    "ipv6": (("::1", "2001:db8::ff00:42:8329"), ("2001:::1", "12345::", "g::1")),
-}
+FORMATS: tuple[str, ...] = ("date", "date-time", "email", "ipv4", "ipv6", "time", "uuid")
 
 
 def _weighted(rng: random.Random, options: list[tuple[str, int]]) -> str:
@@ -87,33 +86,22 @@ def _random_string(rng: random.Random, lo: int = 0, hi: int = MAX_STRING) -> str
     return "".join(rng.choice(alphabet) for _ in range(size))
 
 
-def gen_value(rng: random.Random, depth: int = 0) -> Any:
-    """Any JSON value (schema-free), bounded in size."""
-    kind = _weighted(
-        rng,
-        [
-            ("str", 4),
-            ("int", 3),
-            ("float", 2),
-            ("bool", 2),
-            ("null", 1),
-            ("obj", 3 if depth < 3 else 0),
-            ("arr", 3 if depth < 3 else 0),
-        ],
-    )
-    if kind == "str":
-        return _random_string(rng)
-    if kind == "int":
-        return rng.choice([0, -1, 1, rng.randint(-1000, 1000), rng.randint(-(10**20), 10**20)])
-    if kind == "float":
-        return rng.choice([0.5, -2.25, 1e-7, 3.0, rng.uniform(-1e6, 1e6)])
-    if kind == "bool":
+def small_value(rng: random.Random) -> Any:
+    """A small JSON value for enum and const members (drawn here: schemas must not depend on hypothesis)."""
+    kind = rng.randrange(7)
+    if kind == 0:
+        return _random_string(rng, 0, 6)
+    if kind == 1:
+        return rng.choice([0, -1, 1, 3, 7, 10**20])
+    if kind == 2:
+        return rng.choice([0.5, -2.25, 3.0])
+    if kind == 3:
         return rng.random() < 0.5
-    if kind == "null":
+    if kind == 4:
         return None
-    if kind == "obj":
-        return {rng.choice(PROPERTY_NAMES): gen_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
-    return [gen_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    if kind == 5:
+        return {rng.choice(PROPERTY_NAMES): _random_string(rng, 0, 3) for _ in range(rng.randint(0, 2))}
+    return [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
 
 
 class _Ctx:
@@ -193,7 +181,7 @@ def _schema(ctx: _Ctx, depth: int, max_depth: int) -> dict[str, Any]:
     if kind in ("boolean", "null"):
         return {"type": kind}
     if kind == "enum":
-        values = [gen_value(rng, 2) for _ in range(rng.randint(1, 5))]
+        values = [small_value(rng) for _ in range(rng.randint(1, 5))]
         if rng.random() < 0.5:  # members sharing prefixes
             stem = rng.choice(["ab", "abc", "a", "x"])
             values += [stem, stem + "c", stem + "cd"]
@@ -202,7 +190,7 @@ def _schema(ctx: _Ctx, depth: int, max_depth: int) -> dict[str, Any]:
             out["type"] = "string"
         return out
     if kind == "const":
-        return {"const": gen_value(rng, 2)}
+        return {"const": small_value(rng)}
     if kind == "object":
         return _object_schema(ctx, depth + 1, max_depth)
     if kind == "array":
@@ -247,9 +235,9 @@ def _string_schema(ctx: _Ctx) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "string"}
     roll = rng.random()
     if roll < 0.25:
-        out["pattern"] = rng.choice(PATTERNS)[0]
+        out["pattern"] = rng.choice(PATTERNS)
     elif roll < 0.4:
-        out["format"] = rng.choice(sorted(FORMAT_EXAMPLES))
+        out["format"] = rng.choice(FORMATS)
     if rng.random() < 0.4:
         lo = rng.randint(0, 4)
         out["minLength"] = lo
@@ -346,150 +334,6 @@ def _array_schema(ctx: _Ctx, depth: int, max_depth: int) -> dict[str, Any]:
         if ctx.draft == "2020-12" and rng.random() < 0.5:
             out["minContains"] = rng.randint(0, 2)
             out["maxContains"] = out["minContains"] + rng.randint(0, 2)
-    return out
-
-
-def _resolve(root: dict[str, Any], ref: str) -> Any:
-    node: Any = root
-    for part in ref.lstrip("#/").split("/"):
-        if not part:
-            continue
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return {}
-    return node
-
-
-def gen_instance(rng: random.Random, schema: Any, *, root: Any = None, depth: int = 0) -> Any:
-    """A value aimed at ``schema`` (valid most of the time; callers label it with jsonschema)."""
-    root = schema if root is None else root
-    if schema is True or schema == {}:
-        return gen_value(rng, 2)
-    if schema is False or not isinstance(schema, dict):
-        return gen_value(rng, 2)
-    if depth > 12:
-        return None
-    if "$ref" in schema and isinstance(schema["$ref"], str) and schema["$ref"].startswith("#"):
-        return gen_instance(rng, _resolve(root, schema["$ref"]), root=root, depth=depth + 1)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
-        return rng.choice(schema["enum"])
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return gen_instance(rng, rng.choice(schema[key]), root=root, depth=depth + 1)
-    if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        return gen_instance(rng, schema["allOf"][0], root=root, depth=depth + 1)
-    if "if" in schema:
-        return gen_instance(rng, schema.get(rng.choice(["then", "else"]), {}), root=root, depth=depth + 1)
-    types = schema.get("type")
-    if isinstance(types, list):
-        kind = rng.choice(types) if types else "null"
-    elif isinstance(types, str):
-        kind = types
-    elif "properties" in schema:
-        kind = "object"
-    elif "items" in schema or "prefixItems" in schema:
-        kind = "array"
-    else:
-        return gen_value(rng, 2)
-    if kind == "string":
-        return _gen_string(rng, schema)
-    if kind in ("integer", "number"):
-        return _gen_number(rng, schema, kind)
-    if kind == "boolean":
-        return rng.random() < 0.5
-    if kind == "null":
-        return None
-    if kind == "object":
-        return _gen_object(rng, schema, root, depth)
-    if kind == "array":
-        return _gen_array(rng, schema, root, depth)
-    return gen_value(rng, 2)
-
-
-def _gen_string(rng: random.Random, schema: dict[str, Any]) -> str:
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and fmt in FORMAT_EXAMPLES:
-        good, bad = FORMAT_EXAMPLES[fmt]
-        return rng.choice(good if rng.random() < 0.85 else bad)
-    pattern = schema.get("pattern")
-    for text, make in PATTERNS:
-        if text == pattern:
-            return str(make(rng))
-    lo = int(schema.get("minLength", 0))
-    hi = int(schema.get("maxLength", max(lo, MAX_STRING)))
-    return _random_string(rng, lo, hi)
-
-
-def _gen_number(rng: random.Random, schema: dict[str, Any], kind: str) -> int | float:
-    lo = schema.get("minimum", schema.get("exclusiveMinimum", -1000))
-    hi = schema.get("maximum", schema.get("exclusiveMaximum", 1000))
-    lo = lo if isinstance(lo, (int, float)) and not isinstance(lo, bool) else -1000
-    hi = hi if isinstance(hi, (int, float)) and not isinstance(hi, bool) else 1000
-    if hi < lo:
-        lo, hi = hi, lo
-    step = schema.get("multipleOf")
-    if isinstance(step, (int, float)) and step > 0:
-        k_lo, k_hi = math.ceil(lo / step), math.floor(hi / step)
-        value = step * rng.randint(k_lo, max(k_lo, k_hi))
-        return int(value) if kind == "integer" else value
-    if kind == "integer" or rng.random() < 0.4:
-        return rng.randint(math.ceil(lo), max(math.ceil(lo), math.floor(hi)))
-    return round(rng.uniform(lo, hi), rng.choice([1, 2, 6]))
-
-
-def _gen_object(rng: random.Random, schema: dict[str, Any], root: Any, depth: int) -> dict[str, Any]:
-    found = schema.get("properties")
-    props: dict[str, Any] = found if isinstance(found, dict) else {}
-    required = [k for k in schema.get("required", []) if isinstance(k, str)]
-    keys = list(dict.fromkeys(required + [k for k in props if rng.random() < 0.5]))
-    out: dict[str, Any] = {}
-    for key in keys:
-        out[key] = gen_instance(rng, props.get(key, {}), root=root, depth=depth + 1)
-    extra = schema.get("additionalProperties", True)
-    if extra is not False and rng.random() < 0.2:
-        out[rng.choice(["zz", "extra", "a"])] = gen_instance(
-            rng, extra if isinstance(extra, dict) else {}, root=root, depth=depth + 1
-        )
-    if "patternProperties" in schema and rng.random() < 0.5:
-        out["x-" + rng.choice(["a", "b"])] = _random_string(rng, 0, 4)
-    deps = schema.get("dependentRequired") or schema.get("dependencies") or {}
-    if isinstance(deps, dict):
-        for key, needed in deps.items():
-            if key in out and isinstance(needed, list):
-                for other in needed:
-                    out.setdefault(other, gen_instance(rng, props.get(other, {}), root=root, depth=depth + 1))
-    return out
-
-
-def _gen_array(rng: random.Random, schema: dict[str, Any], root: Any, depth: int) -> list[Any]:
-    lo = int(schema.get("minItems", 0))
-    hi = int(schema.get("maxItems", max(lo, MAX_ITEMS // (depth + 1) + 1)))
-    size = rng.randint(lo, max(lo, hi))
-    prefix = schema.get("prefixItems")
-    items = schema.get("items", {})
-    if isinstance(items, list):  # draft 7 tuple form
-        prefix, items = items, schema.get("additionalItems", {})
-    prefix = prefix if isinstance(prefix, list) else []
-    out: list[Any] = []
-    for index in range(size):
-        if index < len(prefix):
-            sub = prefix[index]
-        elif items is False:
-            break
-        else:
-            sub = items
-        value = gen_instance(rng, sub, root=root, depth=depth + 1)
-        if schema.get("uniqueItems") and any(_same(value, other) for other in out):
-            value = gen_instance(rng, sub, root=root, depth=depth + 1)
-        out.append(value)
-    if "contains" in schema and rng.random() < 0.8:
-        out.insert(
-            rng.randint(0, len(out)), gen_instance(rng, schema["contains"], root=root, depth=depth + 1)
-        )
     return out
 
 

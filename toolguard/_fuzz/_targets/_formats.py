@@ -26,7 +26,7 @@ import random
 from typing import Any
 
 from .._core import Target, Violation, register
-from .._jsongen import gen_value, mutate
+from .._jsongen import mutate, small_value
 from .._jsonref import strict_loads
 from ._common import component, describe_exception, random_cuts, split_at, text_shrinks
 
@@ -95,7 +95,7 @@ def _arguments(rng: random.Random) -> str:
     value = {
         rng.choice(["city", "path", "q", "n", "when", "tags", "é"]): rng.choice(_TRICKY)
         if rng.random() < 0.3
-        else gen_value(rng, 1)
+        else small_value(rng)
         for _ in range(rng.randint(0, 4))
     }
     return json.dumps(value, ensure_ascii=rng.random() < 0.5)

@@ -40,6 +40,7 @@ from typing import Any
 
 from .._core import Target, Violation, register
 from .._hostile import HostileUpstream, steps_to_text
+from .._instances import hypothesis_missing
 from .._jsonref import reference_valid, strict_loads
 from ._common import component, describe_exception
 from ._proxy_cases import make_request
@@ -110,7 +111,7 @@ class ProxyTarget(Target):
         self._case = 0
 
     def unavailable(self) -> str | None:
-        reason = component("toolguard.proxy", "create_app")[1]
+        reason = component("toolguard.proxy", "create_app")[1] or hypothesis_missing()
         if reason is not None:
             return reason
         try:

@@ -16,7 +16,8 @@ import random
 from typing import Any
 
 from .._hostile import Step, write_step
-from .._jsongen import dump, gen_instance, gen_schema
+from .._instances import gen_instance
+from .._jsongen import dump, gen_schema
 from ._sse import _mutate_bytes
 
 __all__ = ["make_request"]

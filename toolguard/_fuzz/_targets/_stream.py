@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core import Target, Violation, register
-from .._jsongen import dump, gen_instance, gen_schema, gen_value, mutate
+from .._instances import gen_instance, gen_value, hypothesis_missing
+from .._jsongen import dump, gen_schema, mutate
 from .._jsonref import completions, is_complete, max_depth, reference_valid, scan_prefix, strict_loads
 from ._common import (
     component,
@@ -185,7 +186,7 @@ class StreamTarget(Target):
         return component("toolguard._stream", "StreamValidator")
 
     def unavailable(self) -> str | None:
-        return self._validator_cls()[1]
+        return self._validator_cls()[1] or hypothesis_missing()
 
     def corpus(self) -> list[tuple[str, Any, list[Any]]]:
         if self._corpus is None:
@@ -210,7 +211,7 @@ class StreamTarget(Target):
             values = [gen_value(rng) for _ in range(3)]
         else:
             schema, source = gen_schema(rng), "generated"
-            values = [gen_instance(rng, schema) for _ in range(3)]
+            values = gen_instance(rng, schema, count=3)
         texts = [dump(rng, value) for value in values] or ["{}"]
         document = rng.choice(texts)
         valid_docs = texts[:MAX_VALID_DOCS]
