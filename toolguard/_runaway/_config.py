@@ -11,10 +11,10 @@ text are purely periodic with the loop's period, first copy included. A loop fir
 - ``rule`` (punctuation used for layout, or a unit that is seven eighths layout: ``-----``, ``=====``,
   ``|---|``, ``))))``, ``* * *``, box lines): longer than any divider line. Layout is decided per character
   by Unicode, not by a fixed ASCII set: ASCII dividers and brackets, and beyond ASCII the punctuation
-  (dashes, leaders ``…`` ``・``, CJK punctuation), separators and the symbols before U+2600 (box drawing
-  ``─━═│┌┐``, block elements ``█▁░``, geometric shapes, arrows) and braille spinners. A character whose NFKC
-  form is ASCII is judged as that ASCII (``！`` is ``!``, content; ``－`` is ``-``, layout); emoji are
-  content;
+  (dashes, leaders ``…`` ``・``, CJK punctuation), separators and the symbols before U+2C00 (box drawing
+  ``─━═│┌┐``, block elements ``█▁░``, geometric shapes, arrows, check marks and stars ``✔★`` in tables,
+  braille spinners). A character whose NFKC form is ASCII is judged as that ASCII (``！`` is ``!``,
+  content; ``－`` is ``-``, layout); emoji (U+1F000 on) are content;
 - ``numeric`` (digits with layout punctuation or hex digits: ``1000000000``, ``00 00 00``) and ``encoded``
   (a run inside a base64 blob or hex dump, told by the context before it: ``AAAA``, ``ffff``);
 - ``items`` (equal JSON or Python list items: ``{"a": 1}, ``, ``"x", ``, ``0, ``, ``None, ``, SQL placeholders
@@ -194,7 +194,7 @@ def classify_unit(unit: str, context: str = "") -> UnitClass:
 @lru_cache(maxsize=4096)
 def _is_layout(c: str) -> bool:
     """Whether the character is layout (see the module docstring): ASCII from ``_LAYOUT``; beyond ASCII, its
-    NFKC form when that is ASCII, else punctuation, separators, and symbols before U+2600 or braille."""
+    NFKC form when that is ASCII, else punctuation, separators, and symbols before U+2C00."""
     if c.isascii():
         return c in _LAYOUT
     folded = unicodedata.normalize("NFKC", c)
@@ -205,7 +205,7 @@ def _is_layout(c: str) -> bool:
         return True
     if category in ("So", "Sm", "Sk"):
         code = ord(c)
-        return code < 0x2600 or 0x2800 <= code <= 0x28FF
+        return code < 0x2C00  # through braille and misc symbols and arrows (✔ ★ ⬛); emoji (U+1F000 on) are not
     return False
 
 
