@@ -82,13 +82,14 @@ class RunawayConfig:
 
     # -- token runs (only when push() gets token ids) ------------------------------------------------------
     token_run: int = 4
-    """Identical consecutive token ids that fire when the token is content longer than ``SHORT_TOKEN``
-    characters (`` verify``, ``ation``): such tokens are rare to repeat in legitimate text."""
+    """Identical consecutive token ids that fire when the token is content: a word longer than
+    ``SHORT_TOKEN`` characters (`` verify``) or a subword (``ck``, ``ing``), rare to repeat in legitimate
+    text."""
     token_run_short: int = 12
-    """... and when it is short content (`` S``, ``la``, `` nil``, ``?,``): common words, letters and
-    punctuation repeat legitimately (``la la la la``, ``?, ?, ?, ?``, ``[V V V V V V V V V V V V T T]``), so
-    more copies are needed. Chosen from data: the smallest count with no false alarm on the corpora of
-    ``benchmarks/runaway.py`` (trade-off curve in benchmarks/RESULTS.md)."""
+    """... and when it is a short word or punctuation (`` S``, `` la``, `` nil``, ``?,``): common words,
+    letters and punctuation repeat legitimately (``la la la la``, ``?, ?, ?, ?``, token diagrams such as
+    ``[V V V V V V V V V V V V T T]``), so more copies are needed. Chosen from data: the smallest count with
+    no false alarm on the corpora of ``benchmarks/runaway.py`` (trade-off curve in benchmarks/RESULTS.md)."""
     # -- periodic loops in the text --------------------------------------------------------------------------
     max_period: int = 256
     """Longest unit searched for at every checkpoint (units up to ``max_block_period`` are searched less
@@ -205,7 +206,9 @@ def _is_layout(c: str) -> bool:
         return True
     if category in ("So", "Sm", "Sk"):
         code = ord(c)
-        return code < 0x2C00  # through braille and misc symbols and arrows (✔ ★ ⬛); emoji (U+1F000 on) are not
+        return (
+            code < 0x2C00
+        )  # through braille and misc symbols and arrows (✔ ★ ⬛); emoji (U+1F000 on) are not
     return False
 
 

@@ -27,9 +27,9 @@ At each checkpoint ``b`` (the text up to ``b`` is in a tail buffer of ``window``
    last ``ngram_window`` characters (``str.count``): loops that vary slightly.
 
 ``token_run`` runs in ``push`` itself: identical consecutive token ids; a run is classified (with the text
-before it as context) when it reaches ``min(token_run, token_run_short)`` tokens: a long content token fires
-at ``token_run``, a short one (``SHORT_TOKEN`` characters or fewer: ``la``, `` S``, ``?,``) at
-``token_run_short``, and benign tokens get the text thresholds.
+before it as context) when it reaches ``min(token_run, token_run_short)`` tokens: a content token fires at
+``token_run``, a short word or punctuation (``SHORT_TOKEN`` characters or fewer, a space before it or no
+letter in it: `` la``, `` S``, ``?,``) at ``token_run_short``, and benign tokens get the text thresholds.
 
 Cost: O(1) Python operations per piece plus, per checkpoint, O(max_period + segment) work inside C string
 routines (O(max_block_period) every ``block_every`` checkpoints); finding a candidate's start is O(extent),
@@ -211,8 +211,7 @@ class RunawayDetector:
         context = tail[max(len(tail) - run_chars - _CONTEXT, 0) : max(len(tail) - run_chars, 0)]
         cls = classify_unit(unit, context)
         if cls == "content" and len(unit) > 1:
-            short = len(unit.strip()) <= SHORT_TOKEN
-            self._tok_need = cfg.token_run_short if short else cfg.token_run
+            self._tok_need = cfg.token_run_short if _short_word(unit) else cfg.token_run
         else:
             need = need_chars(cfg, unit, cls)
             self._tok_need = max(cfg.token_run + 1, -(-need // len(text)))
@@ -422,6 +421,14 @@ def _extent(s: str, end: int, p: int, known: int) -> int:
                 bad = mid
         return good
     return length
+
+
+def _short_word(unit: str) -> bool:
+    """A short word (`` la``, `` nil``, `` S``) or punctuation (``?,``): repeats legitimately. A short subword
+    without a space before it (``ck``, ``ing``) does not: ``ckckck`` is no refrain."""
+    if len(unit.strip()) > SHORT_TOKEN:
+        return False
+    return unit[:1].isspace() or not any(c.isalnum() for c in unit)
 
 
 def _root(text: str) -> str:

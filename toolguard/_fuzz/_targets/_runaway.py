@@ -152,7 +152,7 @@ def _code(rng: random.Random) -> str:
 def _json_equal_items(rng: random.Random) -> str:
     item = rng.choice(['{"a": 1}', '"x"', "0", "null", '{"id": 7, "ok": true}', "[0, 0]"])
     unit = len(item) + 2
-    count = rng.randint(2, max(2, int(900 / unit)))  # under the documented items threshold (1024 chars)
+    count = rng.randint(2, max(2, int(900 / unit)))  # well under the documented items threshold (2304 chars)
     return "[" + ", ".join([item] * count) + "]"
 
 
@@ -307,7 +307,7 @@ def _loop_unit(rng: random.Random) -> str:
 
 def _bound(config: Any, period: int) -> int:
     """Characters of loop after which the documented thresholds guarantee a detection."""
-    cap = max(getattr(config, "cap", 2048), getattr(config, "whitespace_chars", 0))
+    cap = max(getattr(config, "cap", 2560), getattr(config, "whitespace_chars", 0))
     if period <= getattr(config, "max_period", 256):
         return cap + 2 * period + 64
     copies = getattr(config, "paragraph_copies", getattr(config, "block_copies", 3))
