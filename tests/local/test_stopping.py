@@ -23,7 +23,7 @@ from transformers import (  # noqa: E402
     StoppingCriteriaList,
 )
 
-from toolguard import RunawayDetector  # noqa: E402
+from toolguard import RunawayConfig, RunawayDetector  # noqa: E402
 from toolguard.local import RunawayStoppingCriteria  # noqa: E402
 
 pytestmark = pytest.mark.local
@@ -145,14 +145,15 @@ def loop_script(tokenizer: Any, prefix: str, unit: str, copies: int) -> list[int
     return ids
 
 
-def test_a_biased_token_stops_after_four_copies(model: Any, tokenizer: Any) -> None:
+def test_a_biased_token_stops_after_token_run_short_copies(model: Any, tokenizer: Any) -> None:
     token = tokenizer.encode(" S")
     assert len(token) == 1
     criteria = RunawayStoppingCriteria(tokenizer)
     out = generate(model, tokenizer, criteria, BiasToken(token[0]), max_new_tokens=50)
     runaway = criteria.runaways[0]
     assert runaway is not None and runaway.kind == "token_run" and runaway.unit == " S"
-    assert out.shape[1] == 4  # stopped at the fourth identical token, not at max_new_tokens
+    # " S" is a short word: stopped at the 12th identical token (token_run_short), not at max_new_tokens
+    assert out.shape[1] == RunawayConfig().token_run_short == 12
     assert criteria.finish_reasons == ["repetition"]
     assert criteria.keep_tokens(0) == 1
 
@@ -225,7 +226,9 @@ def test_a_loop_of_characters_split_across_byte_tokens(model: Any, tokenizer: An
 
 
 def test_reset_and_a_custom_detector_factory(model: Any, tokenizer: Any) -> None:
-    criteria = RunawayStoppingCriteria(tokenizer, detector_factory=lambda: RunawayDetector(token_run=8))
+    criteria = RunawayStoppingCriteria(
+        tokenizer, detector_factory=lambda: RunawayDetector(token_run=8, token_run_short=8)
+    )
     token = tokenizer.encode(" S")[0]
     out = generate(model, tokenizer, criteria, BiasToken(token))
     assert out.shape[1] == 8
