@@ -227,8 +227,8 @@ def _is_items(unit: str) -> bool:
         rest = _LITERAL.sub("0", _STRING.sub("0", rotated))
         if set(rest) <= _NUMERIC and ("," in rest or "\n" in rest):
             return True
-        if set(rest) <= _LITERAL_RUN and "0" in rest and " " in rest:
-            return True  # literals separated by spaces: nil nil nil, ? ? ?
+        if set(rest) <= _LITERAL_RUN and "0" in rest and " " in rest and not set(rotated) & _DIGITS:
+            return True  # literal words separated by spaces: nil nil nil, ? ? ? (digits stay numeric)
         tried += 1
         if tried == 4:
             break
