@@ -52,8 +52,8 @@ def draw(rng: random.Random, strategy: Any) -> Any:
     retried with new seeds; ``None`` when every attempt fails. Pinned with hypothesis in constraints.txt.
     """
     from hypothesis.control import BuildContext
-    from hypothesis.errors import HypothesisException
-    from hypothesis.internal.conjecture.data import ConjectureData, StopTest
+    from hypothesis.errors import HypothesisException, StopTest
+    from hypothesis.internal.conjecture.data import ConjectureData
 
     for _ in range(_DRAW_ATTEMPTS):
         data = ConjectureData(random=random.Random(rng.getrandbits(64)), prefix=(), max_choices=4000)
@@ -170,7 +170,8 @@ def _draft(root: Any, schema: dict[str, Any]) -> dict[str, Any]:
 def _objects(schema: dict[str, Any], root: Any, depth: int) -> Any:
     from hypothesis import strategies as st
 
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    found = schema.get("properties")
+    props: dict[str, Any] = found if isinstance(found, dict) else {}
     required = [k for k in schema.get("required", []) if isinstance(k, str)]
     extra = schema.get("additionalProperties", True)
     base = st.fixed_dictionaries(
