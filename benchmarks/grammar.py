@@ -44,12 +44,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from toolguard import GrammarCompileTimeout, ToolguardError  # noqa: E402
+from toolguard.engines._keywords import prepare_schema  # noqa: E402
 from toolguard.local import LocalGenerator, ToolCallLogitsProcessor  # noqa: E402
 from toolguard.local import _compile as compile_mod  # noqa: E402
 from toolguard.local import _processor as processor_mod  # noqa: E402
 from toolguard.local._engines import ENGINES, spec_for  # noqa: E402
 from toolguard.local._fixtures import build_tiny_llama, cached_tokenizer  # noqa: E402
-from toolguard.local._keywords import prepare_schema  # noqa: E402
 from toolguard.local._turn import FORMATS, TurnGrammar  # noqa: E402
 from toolguard.local._vocab import Vocab, end_token_ids  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The ``toolguard`` command: validate | proxy | mcp | serve | demo | fuzz.
+"""The ``toolguard`` command: validate | proxy | mcp | serve | demo | fuzz | vllm-plugin-path.
 
 Each subcommand only parses options and calls a keyword-only Python function, so the CLI and the Python
 API share one path (uvicorn's ``main``/``run`` split). Heavy imports happen inside the subcommand. Options can
@@ -297,6 +297,22 @@ def demo(model_path: str | None, threads: int | None) -> None:
     except ImportError as exc:
         _need_extra("local", exc)
     run_demo(model=model_path, threads=threads)
+
+
+@main.command("vllm-plugin-path")
+def vllm_plugin_path() -> None:
+    """Print the path of toolguard's vLLM tool-parser plugin, for ``vllm serve --tool-parser-plugin PATH``.
+
+    Use it with ``--tool-call-parser toolguard --enable-auto-tool-choice``; toolguard must be installed in
+    vLLM's environment (``--tool-parser-plugin toolguard.vllm`` names the same plugin as a module). This
+    command imports nothing from vLLM.
+    """
+    click.echo(str(plugin_path()))
+
+
+def plugin_path() -> Path:
+    """The plugin file inside the installed package (``toolguard/vllm/_plugin.py``)."""
+    return Path(__file__).resolve().parent / "vllm" / "_plugin.py"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,10 +13,10 @@ The one door to torch: nothing outside ``toolguard.local`` imports torch, transf
 
 from __future__ import annotations
 
+from ..engines._keywords import ENGINE_FORMATS, ENGINE_KEYWORDS, prepare_schema
 from ._compile import DEFAULT_COMPILE_TIMEOUT, clear_cache
 from ._engines import ENGINES
 from ._generator import DEFAULT_MAX_NEW_TOKENS, GeneratorStats, LocalGenerator
-from ._keywords import ENGINE_FORMATS, ENGINE_KEYWORDS, prepare_schema
 from ._processor import DEFAULT_ENGINE, DEFAULT_SEPARATORS, ProcessorStats, ToolCallLogitsProcessor
 from ._stopping import RunawayStoppingCriteria
 

@@ -320,7 +320,7 @@ def grammar_tools(
     and
     where they were (``tool/json/pointer``). The grammar enforces the rest; the executor validates the full
     schema, so nothing goes unchecked."""
-    from ._keywords import prepare_schema
+    from ..engines._keywords import prepare_schema
 
     out, where = [], []
     for spec in tools:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._exceptions import GrammarError, UnsupportedKeyword
-from ._keywords import EngineName
+from ..engines._keywords import EngineName
 from ._vocab import Vocab, words_for
 
 __all__ = ["ENGINES", "CallSpec", "Engine", "Matcher", "get_engine"]

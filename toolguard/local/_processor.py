@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from .._exceptions import UsageError
 from .._tools import ToolSet
+from ..engines._keywords import prepare_schema
 from ._compile import DEFAULT_COMPILE_TIMEOUT, compile_call_grammar
 from ._engines import get_engine, spec_for
-from ._keywords import prepare_schema
 from ._mask import apply_masks
 from ._turn import FORMATS, TurnGrammar, TurnState
 from ._vocab import Vocab, end_token_ids

@@ -104,17 +104,22 @@ def prepare_schema(
     max_string_length: int | None = None,
     close_objects: bool = False,
     unenforced: list[str] | None = None,
+    also_unsupported: frozenset[str] = frozenset(),
 ) -> Any:
     """Scan ``schema`` for ``engine`` and return a prepared copy (see the module docstring).
 
     Raises ``UnsupportedKeyword``, ``RemoteRefRefused`` or ``SchemaError`` (a ``$ref`` that does not resolve).
     With ``unenforced`` (a list), keywords the engine cannot enforce are removed from the copy instead, and
     their JSON pointers appended to the list: the caller must then validate the output itself.
+    ``also_unsupported`` names keywords to treat as unenforced for this engine on top of its table (a
+    caller that knows a keyword is enforced badly in its setting).
     """
     if engine not in ENGINE_KEYWORDS:
         raise ValueError(f"unknown engine {engine!r}; choose one of {sorted(ENGINE_KEYWORDS)}")
     out = copy.deepcopy(schema)
-    _Walker(engine, tool, max_string_length, close_objects, out, unenforced).walk(out, "", in_all_of=False)
+    walker = _Walker(engine, tool, max_string_length, close_objects, out, unenforced)
+    walker.allowed = walker.allowed - also_unsupported
+    walker.walk(out, "", in_all_of=False)
     return out
 
 
