@@ -250,3 +250,34 @@ def test_the_plugin_loads_by_path_as_printed_by_the_cli(vllm_python: Path) -> No
     out = subprocess.run([str(vllm_python), "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip().splitlines()[-1] == "ToolguardToolParser"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_responses_api_gets_the_same_guarantees(
+    client: openai.OpenAI, vllm_server: VLLMServer, stream: bool
+) -> None:
+    tools = [{"type": "function", **t["function"]} for t in FORECAST_ONLY]  # Responses tools are flat
+    kw: dict[str, Any] = dict(model=vllm_server.model, input="What's the weather in Paris?", tools=tools,
+                              tool_choice="required", max_output_tokens=120, temperature=0)
+    if stream:
+        events = list(client.responses.create(stream=True, **kw))
+        response = next(e.response for e in events if e.type == "response.completed")
+    else:
+        response = client.responses.create(**kw)
+    calls = [(item.name, item.arguments) for item in response.output if item.type == "function_call"]
+    check_calls(calls, FORECAST_ONLY, "required")  # asked for the weather, only get_forecast offered
+
+
+def test_the_anthropic_messages_api_gets_the_same_guarantees(vllm_server: VLLMServer) -> None:
+    import httpx
+
+    tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
+              "input_schema": t["function"]["parameters"]} for t in FORECAST_ONLY]
+    body = {"model": vllm_server.model, "max_tokens": 120, "temperature": 0, "tools": tools,
+            "tool_choice": {"type": "any"},
+            "messages": [{"role": "user", "content": "What's the weather in Paris?"}]}
+    reply = httpx.post(vllm_server.base_url.removesuffix("/v1") + "/v1/messages", json=body, timeout=120)
+    assert reply.status_code == 200, reply.text
+    blocks = reply.json()["content"]
+    calls = [(b["name"], json.dumps(b["input"])) for b in blocks if b["type"] == "tool_use"]
+    check_calls(calls, FORECAST_ONLY, "required")

@@ -166,7 +166,7 @@ def build_structural_tag(
     Raises ``UsageError`` (a bad ``tool_choice`` or ``format``), ``SchemaError``/``RemoteRefRefused`` (a
     schema the tag cannot be built from).
     """
-    syntax = TAG_FORMATS.get(format)  # type: ignore[call-overload]
+    syntax = TAG_FORMATS.get(format)
     if syntax is None:
         raise UsageError(f"no structural tag for call format {format!r}; choose one of {sorted(TAG_FORMATS)}")
     toolset = tools if isinstance(tools, ToolSet) else ToolSet.from_openai(tools)

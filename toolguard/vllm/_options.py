@@ -43,7 +43,7 @@ def call_format(environ: Mapping[str, str] = os.environ) -> TagFormat:
     value = environ.get("TOOLGUARD_VLLM_FORMAT", "hermes").strip() or "hermes"
     if value not in TAG_FORMATS:
         raise ConfigError(f"TOOLGUARD_VLLM_FORMAT={value!r}: choose one of {sorted(TAG_FORMATS)}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def runaway_default(environ: Mapping[str, str] = os.environ) -> str:
@@ -59,4 +59,4 @@ def runaway_wanted(extra_args: Mapping[str, Any] | None, default: str) -> bool:
     value = (extra_args or {}).get(RUNAWAY_ARG)
     if value is None:
         return default == "stop"
-    return value == "stop"
+    return bool(value == "stop")

@@ -5,7 +5,8 @@ Theory of operation
 vLLM builds one tool parser per request and calls it three ways; each call is translated to toolguard's
 core and back, and nothing here judges a call itself:
 
-1. ``adjust_request`` (before sampling): the request's tools, ``tool_choice`` and ``parallel_tool_calls``
+1. ``adjust_request`` (before sampling; chat-completion and Responses requests, and Anthropic Messages ones,
+   which vLLM turns into chat completions): the request's tools, ``tool_choice`` and ``parallel_tool_calls``
    become the structural tag of ``toolguard.engines.build_structural_tag`` in the served model's call syntax
    (``TOOLGUARD_VLLM_FORMAT``, hermes by default), set as ``structured_outputs.structural_tag`` so xgrammar
    enforces the whole turn: only offered tools, arguments valid for their schema (except the keywords
@@ -47,6 +48,7 @@ from vllm.entrypoints.generate.base.protocol import (
     ToolCall,
 )
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+from vllm.entrypoints.openai.responses.protocol import ResponsesRequest
 from vllm.exceptions import VLLMUnprocessableEntityError, VLLMValidationError
 from vllm.renderers.chat_utils import make_tool_call_id
 from vllm.sampling_params import StructuredOutputsParams
@@ -84,11 +86,13 @@ def _toolset(tools_json: str) -> ToolSet:
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def _tag(tools_json: str, choice_json: str, parallel: bool, fmt: str) -> StructuralTag | None:
-    return build_structural_tag(
+def _tag(tools_json: str, choice_json: str, parallel: bool, fmt: str) -> tuple[StructuralTag, str] | None:
+    """The tag for a request and its JSON text (what vLLM receives, and how the parser recognises it)."""
+    tag = build_structural_tag(
         _toolset(tools_json), tool_choice=json.loads(choice_json), parallel_tool_calls=parallel,
         format=fmt,  # type: ignore[arg-type]
     )
+    return None if tag is None else (tag, tag.as_json())
 
 
 def _dump(value: Any) -> Any:
@@ -116,7 +120,7 @@ class _Request:
     def toolset(self) -> ToolSet:
         return _toolset(self.tools_json)
 
-    def tag(self, fmt: str) -> StructuralTag | None:
+    def tag(self, fmt: str) -> tuple[StructuralTag, str] | None:
         try:
             return _tag(self.tools_json, self.choice_json, self.parallel, fmt)
         except ToolguardError as exc:
@@ -142,16 +146,19 @@ class ToolguardToolParser(ToolParser):
 
     # ---------------------------------------------------------------------------------- before sampling
     def adjust_request(self, request: Any) -> Any:
-        if not isinstance(request, ChatCompletionRequest) or not request.tools:
+        if not isinstance(request, ChatCompletionRequest | ResponsesRequest) or not request.tools:
             return request
         info = _Request(request)
         if info.mode == "none":
             return request
         if not (info.mode == "auto" and request.extract_structured_outputs() is not None):
-            tag = info.tag(self._format)
-            if tag is not None:
-                request.structured_outputs = StructuredOutputsParams(structural_tag=tag.as_json())
-                request.response_format = None
+            built = info.tag(self._format)
+            if built is not None:
+                request.structured_outputs = StructuredOutputsParams(structural_tag=built[1])
+                if isinstance(request, ResponsesRequest):
+                    request.text = None  # where a Responses request carries its own format
+                else:
+                    request.response_format = None
         if runaway_wanted(request.vllm_xargs, runaway_default()):
             stop = [request.stop] if isinstance(request.stop, str) else list(request.stop or [])
             if RUNAWAY_STOP not in stop:
@@ -163,10 +170,10 @@ class ToolguardToolParser(ToolParser):
         info = self._request = _Request(request)
         if info.mode == "none":
             return None
-        tag = info.tag(self._format)
+        built = info.tag(self._format)
         so = getattr(request, "structured_outputs", None)
-        if tag is not None and so is not None and so.structural_tag == tag.as_json():
-            self._constraint, self._unenforced = "structural_tag", tag.unenforced
+        if built is not None and so is not None and so.structural_tag == built[1]:
+            self._constraint, self._unenforced = "structural_tag", built[0].unenforced
         elif getattr(request, "extract_structured_outputs", None) and request.extract_structured_outputs():
             self._constraint = "client"
         return TextTurn(info.toolset, tool_choice=json.loads(info.choice_json), format=self._format)
