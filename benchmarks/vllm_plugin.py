@@ -31,7 +31,6 @@ figures; the end-to-end ratios move with the load.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -219,22 +218,14 @@ def _spread(values: list[float]) -> str:
 # ------------------------------------------------------------------------ runaway: toolguard vs vLLM's own
 
 
-def _corpus() -> Any:
-    spec = importlib.util.spec_from_file_location("runaway_corpus", ROOT / "tests" / "runaway" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["runaway_corpus"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def repetition_part(args: argparse.Namespace) -> None:
     from vllm.sampling_params import RepetitionDetectionParams
     from vllm.v1.core.sched.utils import check_sequence_repetition
 
+    from benchmarks.runaway import _load_corpus
     from toolguard import RunawayDetector
 
-    corpus_module = _corpus()
+    corpus_module = _load_corpus()
     corpus = corpus_module.build_corpus(positives=args.positives, negatives=args.negatives, seed=0)
     vocab: dict[str, int] = {}
     streams = [corpus_module.pieces(s.text[: args.max_chars], vocab) for s in corpus]

@@ -143,6 +143,7 @@ class ToolguardToolParser(ToolParser):
         self._constraint: EngineConstraint = "none"
         self._unenforced: Sequence[tuple[str, str]] = ()
         self._sent = 0
+        self._last: DeltaMessage | None = None  # what the current streaming step returned
 
     # ---------------------------------------------------------------------------------- before sampling
     def adjust_request(self, request: Any) -> Any:
@@ -211,6 +212,7 @@ class ToolguardToolParser(ToolParser):
         delta_token_ids: Sequence[int],
         request: Any,
     ) -> DeltaMessage | None:
+        self._last = None
         if self._request is None:
             self._turn = self._start(request)
         turn = self._turn
@@ -220,7 +222,8 @@ class ToolguardToolParser(ToolParser):
         verdict = turn.verdict
         if verdict.failed and verdict.kind not in ("runaway", "truncated"):
             self._decide(turn, stream=True)  # raises: vLLM ends the stream with an error event
-        return self._delta(released)
+        self._last = self._delta(released)
+        return self._last
 
     def finish_streaming(self) -> DeltaMessage | None:
         turn = self._turn
@@ -228,8 +231,18 @@ class ToolguardToolParser(ToolParser):
             return None
         released = turn.close()
         record = self._decide(turn, stream=True)
-        # the decision rides on the last chunk as an extra field (vLLM's DeltaMessage allows extras)
-        return self._delta(released, toolguard=record)
+        # The decision rides on the last chunk as an extra field (vLLM's DeltaMessage allows extras). vLLM
+        # merges what this returns into the delta the same step's extract_tool_calls_streaming returned, and
+        # that merge copies content and calls but not extras: so extend that delta itself when there is one.
+        last, self._last = self._last, None
+        if last is None:
+            return self._delta(released, toolguard=record)
+        more = self._delta(released)
+        if more is not None:
+            last.content = (last.content or "") + (more.content or "") or None
+            last.tool_calls = [*last.tool_calls, *more.tool_calls]
+        setattr(last, "toolguard", record)  # noqa: B010 (an extra field, not a declared one)
+        return None
 
     def _delta(self, released: Release, **extra: Any) -> DeltaMessage | None:
         if not released and not extra:

@@ -92,19 +92,29 @@ def stream(client: openai.OpenAI, model: str, **kw: Any) -> tuple[list[tuple[str
     return events, finish, decision
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-@pytest.mark.parametrize("kind", CHOICES)
-@pytest.mark.parametrize("is_strict", [False, True], ids=["plain", "strict"])
+MATRIX = pytest.mark.parametrize(
+    ("scenario", "kind", "is_strict"),
+    [(s, k, st) for s in sorted(SCENARIOS) for k in CHOICES for st in (False, True)],
+    ids=lambda v: v if isinstance(v, str) else ("strict" if v else "plain"),
+)
+
+
+def request(scenario: str, kind: str, is_strict: bool, model: str) -> tuple[dict[str, Any], Any]:
+    """The greedy request of one matrix cell, and its tools (as sent)."""
+    message, tools = SCENARIOS[scenario]
+    tools = strict(tools) if is_strict else tools
+    kw = dict(model=model, messages=[{"role": "user", "content": message}], tools=tools,
+              tool_choice=tool_choice(kind, tools), max_tokens=200, temperature=0)
+    return kw, tools
+
+
+@MATRIX
 def test_non_streamed_answers_hold_only_valid_calls_to_offered_tools(
     client: openai.OpenAI, vllm_server: VLLMServer, scenario: str, kind: str, is_strict: bool
 ) -> None:
-    message, tools = SCENARIOS[scenario]
-    tools = strict(tools) if is_strict else tools
-    choice = tool_choice(kind, tools)
-    reply = client.chat.completions.create(
-        model=vllm_server.model, messages=[{"role": "user", "content": message}], tools=tools,
-        tool_choice=choice, max_tokens=200, temperature=0,
-    )
+    kw, tools = request(scenario, kind, is_strict, vllm_server.model)
+    choice = kw["tool_choice"]
+    reply = client.chat.completions.create(**kw)
     answer = reply.choices[0]
     calls = [(c.function.name, c.function.arguments) for c in answer.message.tool_calls or []]
     assert answer.finish_reason != "length", answer
@@ -113,19 +123,13 @@ def test_non_streamed_answers_hold_only_valid_calls_to_offered_tools(
         assert answer.finish_reason == "tool_calls"
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-@pytest.mark.parametrize("kind", CHOICES)
-@pytest.mark.parametrize("is_strict", [False, True], ids=["plain", "strict"])
+@MATRIX
 def test_streamed_answers_hold_only_valid_calls_and_nothing_after_them(
     client: openai.OpenAI, vllm_server: VLLMServer, scenario: str, kind: str, is_strict: bool
 ) -> None:
-    message, tools = SCENARIOS[scenario]
-    tools = strict(tools) if is_strict else tools
-    choice = tool_choice(kind, tools)
-    events, finish, decision = stream(
-        client, vllm_server.model, messages=[{"role": "user", "content": message}], tools=tools,
-        tool_choice=choice, max_tokens=200, temperature=0,
-    )
+    kw, tools = request(scenario, kind, is_strict, vllm_server.model)
+    choice = kw.pop("tool_choice")
+    events, finish, decision = stream(client, tool_choice=choice, **kw)
     calls = [value for what, value in events if what == "call"]
     assert finish in ("stop", "tool_calls"), (finish, decision, events)
     check_calls(calls, tools, choice)
