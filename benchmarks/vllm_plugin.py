@@ -12,10 +12,14 @@ machine load falls on all of them alike:
 - ``toolguard``: the plugin (``--tool-call-parser toolguard``) and ``RunawayProcessor`` loaded; requests go
   without and (``toolguard+runaway``) with ``vllm_xargs: {"toolguard_runaway": "stop"}``.
 
-Reported per server and concurrency (1 and 8): requests/s (median over rounds), completion tokens/s as a
-ratio to ``hermes`` measured in the same round (median and range over rounds); the CPU time the server's
-whole process tree spent per request (``psutil``; less sensitive than wall time to other work on a shared
-machine), likewise as a paired ratio; over all requests, the share of answers that are valid on the first
+Each round measures every configuration back to back, in a shuffled order, each measurement preceded by an
+untimed burst on the same server (a server woken after another one ran is measurably slower for a moment;
+without the burst that favoured whichever configuration followed its own server). Loading two servers at
+once instead was tried and dropped: on this oversubscribed 2-core machine one of them starved for whole
+windows. Reported per server and concurrency (1 and 8): requests/s
+(median over rounds), completion tokens/s as a ratio to ``hermes`` measured in the same round (median and
+range over rounds); the CPU time the server's whole process tree spent per request (``psutil``), likewise as
+a paired ratio; over all requests, the share of answers that are valid on the first
 attempt (every call names an offered tool, the named one if any, with arguments valid for the tool's full
 schema; a required call present; not cut by ``max_tokens``; no HTTP error), and why the others are not.
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -174,23 +179,28 @@ def servers_part(args: argparse.Namespace) -> None:
             assert server.process is not None
             run_load(server.base_url, server.model, bodies, 4, args.max_tokens, {}, server.process.pid)
         table: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        order = list(variants)
+        shuffle = random.Random(args.seed)
         for round_no in range(args.rounds):
             for concurrency in (1, 8):
-                for name in order[round_no % len(order):] + order[: round_no % len(order)]:
+                order = list(variants)
+                shuffle.shuffle(order)
+                for name in order:
                     server_name, extra = variants[name]
                     server = running[server_name]
                     assert server.process is not None
+                    pid = server.process.pid
+                    run_load(server.base_url, server.model, batch[:concurrency * 2], concurrency,
+                             args.max_tokens, extra, pid)  # untimed: wake this server up
                     table.setdefault((name, concurrency), []).append(run_load(
-                        server.base_url, server.model, batch, concurrency, args.max_tokens, extra,
-                        server.process.pid))
+                        server.base_url, server.model, batch, concurrency, args.max_tokens, extra, pid))
             print(f"  round {round_no + 1}/{args.rounds} done (load {load_average()})")
     finally:
         for server in running.values():
             server.stop()
     print(f"load average at the end {load_average()}\n")
-    print("Ratios are paired: each round measures every server back to back, the ratio to hermes is taken "
-          "within the round, and the table shows the median (min-max) over rounds.\n")
+    print("Ratios are paired: each round measures every configuration back to back (shuffled order, each "
+          "after an untimed burst), the ratio to hermes is taken within the round, and the table shows the "
+          "median (min-max) over rounds.\n")
     print("| server | concurrency | requests/s | tokens/s vs hermes | server CPU per request vs hermes "
           "| valid first attempt | failures |")
     print("|---|---|---|---|---|---|---|")
@@ -405,6 +415,7 @@ def costs_part(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0, help="order of the configurations in each round")
     parser.add_argument("--requests", type=int, default=21, help="requests per measurement")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--positives", type=int, default=300)

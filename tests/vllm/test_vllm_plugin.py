@@ -285,3 +285,12 @@ def test_the_anthropic_messages_api_gets_the_same_guarantees(vllm_server: VLLMSe
     blocks = reply.json()["content"]
     calls = [(b["name"], json.dumps(b["input"])) for b in blocks if b["type"] == "tool_use"]
     check_calls(calls, FORECAST_ONLY, "required")
+
+
+def test_bad_plugin_settings_stop_the_import_with_a_clear_error(vllm_python: Path) -> None:
+    for name, value in (("TOOLGUARD_VLLM_FORMAT", "xml"), ("TOOLGUARD_VLLM_RUNAWAY", "always")):
+        env = {**os.environ, "PYTHONPATH": str(REPO), name: value}
+        out = subprocess.run([str(vllm_python), "-c", "import toolguard.vllm"], capture_output=True,
+                             text=True, cwd=REPO, env=env, check=False)
+        assert out.returncode != 0
+        assert f"ConfigError: {name}={value!r}" in out.stderr

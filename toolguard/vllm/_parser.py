@@ -73,6 +73,9 @@ ERROR_CODES = {
     "missing_call": "missing_call",
 }
 CACHE_SIZE = 64
+# Read once, when vLLM imports the plugin: a bad value stops the server at start with the error logged.
+_FORMAT = call_format()
+_RUNAWAY_DEFAULT = runaway_default()
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -137,7 +140,7 @@ class ToolguardToolParser(ToolParser):
 
     def __init__(self, tokenizer: Any, tools: list[Any] | None = None) -> None:
         super().__init__(tokenizer, tools)
-        self._format = call_format()
+        self._format = _FORMAT
         self._turn: TextTurn | None = None
         self._request: _Request | None = None
         self._constraint: EngineConstraint = "none"
@@ -160,7 +163,7 @@ class ToolguardToolParser(ToolParser):
                     request.text = None  # where a Responses request carries its own format
                 else:
                     request.response_format = None
-        if runaway_wanted(request.vllm_xargs, runaway_default()):
+        if runaway_wanted(request.vllm_xargs, _RUNAWAY_DEFAULT):
             stop = [request.stop] if isinstance(request.stop, str) else list(request.stop or [])
             if RUNAWAY_STOP not in stop:
                 request.stop = [*stop, RUNAWAY_STOP]
