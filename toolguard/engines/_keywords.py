@@ -142,6 +142,7 @@ class _Walker:
         if not isinstance(node, dict):
             return
         self._rewrite_drafts(node)
+        _drop_never(node)
         for key in list(node):
             if key in _ASSERTIONS and key not in self.allowed:
                 self._unsupported(node, key, path, "")
@@ -267,6 +268,12 @@ class _Walker:
                 and not {"additionalProperties", "patternProperties", "unevaluatedProperties",
                          "allOf", "anyOf", "oneOf", "$ref"} & node.keys()):
             node["additionalProperties"] = False
+            # a required name the schema does not list may hold any value (BFCL and ACEBench have such
+            # typos): closing the object must not make it unsatisfiable
+            props = node["properties"]
+            for name in node.get("required") or ():
+                if isinstance(name, str) and name not in props:
+                    props[name] = {}
 
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -287,6 +294,39 @@ def _has_big_integer(value: Any, depth: int = 0) -> bool:
     if isinstance(value, dict):
         return any(_has_big_integer(v, depth + 1) for v in value.values())
     return False
+
+
+def _never(schema: Any) -> bool:
+    """True for a schema no value satisfies that says so plainly: ``false``, ``{"not": {}}`` (zod's
+    ``undefined``), ``{"enum": []}``."""
+    if schema is False:
+        return True
+    if not isinstance(schema, dict):
+        return False
+    neg = schema.get("not", None)
+    if neg is True or (isinstance(neg, dict) and not _ASSERTIONS & neg.keys()):
+        return True
+    return schema.get("enum") == []
+
+
+def _drop_never(node: dict[str, Any]) -> None:
+    """Remove ``anyOf``/``oneOf`` branches that match nothing, and write other never-schemas as ``false``
+    (which every engine enforces; ``not`` itself is refused). Both rewrites keep the set of valid values."""
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key)
+        if isinstance(branches, list):
+            kept = [b for b in branches if not _never(b)]
+            if kept and len(kept) < len(branches):
+                node[key] = kept
+    for key in _SCHEMA_KEYS:
+        if key in node and node[key] is not False and _never(node[key]):
+            node[key] = False
+    for key in _SCHEMA_MAPS:
+        sub = node.get(key)
+        if isinstance(sub, dict):
+            for name, child in sub.items():
+                if child is not False and _never(child):
+                    sub[name] = False
 
 
 def _may_be_string(node: Mapping[str, Any]) -> bool:
@@ -356,3 +396,69 @@ def _disjoint(branches: Any, root: Any, parent: Mapping[str, Any]) -> bool:
     common = set(discs[0]).intersection(*discs[1:])
     pairs = [(i, j) for i in range(len(discs)) for j in range(i)]
     return any(all(not (discs[i][k] & discs[j][k]) for i, j in pairs) for k in common)
+
+
+_BOUND_PAIRS = (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems"),
+                ("minProperties", "maxProperties"))
+
+
+def explain_unsatisfiable(schema: Any, path: str = "", depth: int = 0) -> str | None:
+    """Why no value satisfies ``schema``, for the plain cases real tool sets have (an ``enum`` written under
+    the wrong ``type``, bounds that cross, a required property the closed object does not list, a required
+    property whose own schema is empty); ``None`` when none of them applies. Each answer names the JSON
+    pointer and what to change."""
+    if depth > 32:
+        return None
+    if _never(schema):
+        return f"{path or '/'} matches no value ({_brief(schema)})"
+    if not isinstance(schema, dict):
+        return None
+    types = schema.get("type")
+    allowed = {types} if isinstance(types, str) else set(types) if isinstance(types, list) else None
+    if allowed is not None:
+        if "number" in allowed:
+            allowed.add("integer")  # 1 is a number; an integer type with 1.0 is left to the engine
+        for key in ("enum", "const"):
+            values = schema.get(key) if key == "enum" else [schema[key]] if key in schema else None
+            if isinstance(values, list) and values:
+                kinds = {_json_type(v) for v in values}
+                if not kinds & allowed:
+                    hint = " (did you mean items.enum?)" if allowed == {"array"} and key == "enum" else ""
+                    return (f"{path or '/'}: type {types!r} but every {key} value is "
+                            f"a{'n' if min(kinds)[0] in 'aeiou' else ''} {' or '.join(sorted(kinds))}{hint}")
+    for low, high in _BOUND_PAIRS:
+        a, b = schema.get(low), schema.get(high)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > b:
+            return f"{path or '/'}: {low} {a} is greater than {high} {b}"
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    for name in schema.get("required") or ():
+        if not isinstance(name, str):
+            continue
+        where = f"{path}/properties/{_esc(name)}"
+        if name not in props:
+            if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+                return (f"{path or '/'}: property {name!r} is required but not listed in properties, and "
+                        "additionalProperties is false")
+            continue
+        found = explain_unsatisfiable(props[name], where, depth + 1)
+        if found:
+            return found + f" (required by {path or '/'})"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return _TYPE_OF_CONST.get(type(value), "?")
+
+
+def _brief(schema: Any) -> str:
+    import json
+
+    text = json.dumps(schema, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+__all__ += ["explain_unsatisfiable"]

@@ -381,6 +381,7 @@ class _Message:
                 "copies": run.runaway.copies, "offset": run.runaway.offset},
             "notes": notes,
             "unenforced": dict(run.grammar.unenforced),
+            "uncallable": dict(run.grammar.uncallable),
             "invalid": invalid,
         }
 

@@ -17,6 +17,7 @@ tokenizer without an end-of-turn token).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -24,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._exceptions import UsageError
+from .._exceptions import GrammarError, UsageError
 from .._tools import ToolSet
-from ..engines._keywords import prepare_schema
+from ..engines._keywords import explain_unsatisfiable, prepare_schema
 from ._compile import DEFAULT_COMPILE_TIMEOUT, compile_call_grammar
 from ._engines import get_engine, spec_for
 from ._mask import apply_masks
@@ -35,6 +36,8 @@ from ._vocab import Vocab, end_token_ids
 
 __all__ = ["DEFAULT_ENGINE", "DEFAULT_SEPARATORS", "ProcessorStats", "ToolCallLogitsProcessor",
            "build_turn_grammar", "normalize_tool_choice"]
+
+log = logging.getLogger("toolguard.local")
 
 #: Chosen by measurement (benchmarks/RESULTS-grammar.md): llguidance compiles tool sets in about a
 #: millisecond (xgrammar: tens of ms cold, outlines-core: seconds to a minute), has the widest JSONSchemaBench
@@ -183,6 +186,7 @@ def _build_turn_grammar(
         raise UsageError(f"unenforced must be 'error' or 'check', not {unenforced!r}")
     compiled = None
     dropped: dict[str, list[str]] = {}
+    uncallable: dict[str, str] = {}
     if mode != "none":
         prepared = []
         for name in names:
@@ -192,17 +196,56 @@ def _build_turn_grammar(
                                                   close_objects=close_objects, unenforced=lost)))
             if lost:
                 dropped[name] = lost
-        spec = spec_for(prepared, separators=separators, close_objects=close_objects,
-                        lenient=unenforced == "check")
-        compiled = compile_call_grammar(eng, vocab, spec, vocab.size, timeout=compile_timeout)
+        opts = dict(separators=separators, close_objects=close_objects, lenient=unenforced == "check")
+        try:
+            compiled = compile_call_grammar(eng, vocab, spec_for(prepared, **opts), vocab.size,
+                                            timeout=compile_timeout)
+        except GrammarError as exc:
+            if not _unsatisfiable(exc):
+                raise
+            uncallable = _uncallable(eng, vocab, tools, prepared, opts, compile_timeout)
+            prepared = [(name, schema) for name, schema in prepared if name not in uncallable]
+            if not prepared and mode == "auto":
+                mode = "none"  # free text only: no call could be valid
+            elif not prepared:
+                reasons = "; ".join(f"{n!r}: {why}" for n, why in uncallable.items())
+                raise GrammarError(f"no tool can be called, no arguments satisfy their schemas: {reasons}"
+                                   ) from exc
+            else:
+                compiled = compile_call_grammar(eng, vocab, spec_for(prepared, **opts), vocab.size,
+                                                timeout=compile_timeout)
     ends = tuple(end_ids) or end_token_ids(tokenizer)
     if max_calls is not None and max_calls < 1:
         raise UsageError("max_calls must be at least 1")
     grammar = TurnGrammar(vocab, eng, compiled, mode, FORMATS[format], parallel_tool_calls,  # type: ignore[arg-type]
                           ends, vocab.size, max_calls)
     grammar.unenforced = dropped
+    grammar.uncallable = uncallable
     grammar.toolset = tools
     return grammar
+
+
+def _unsatisfiable(exc: GrammarError) -> bool:
+    return "Unsatisfiable schema" in str(exc)
+
+
+def _uncallable(eng: Any, vocab: Vocab, tools: ToolSet, prepared: list[tuple[str, Any]], opts: dict[str, Any],
+                timeout: float | None) -> dict[str, str]:
+    """The tools whose arguments no value satisfies (each compiled alone; only after the union failed), with
+    the reason: ``explain_unsatisfiable`` on the tool's own schema, else the engine's message."""
+    out: dict[str, str] = {}
+    for name, schema in prepared:
+        try:
+            compile_call_grammar(eng, vocab, spec_for([(name, schema)], **opts), vocab.size, timeout=timeout)
+        except GrammarError as exc:
+            if not _unsatisfiable(exc):
+                raise
+            why = explain_unsatisfiable(tools[name].parameters) or explain_unsatisfiable(schema)
+            out[name] = why or str(exc).split("\n", 1)[0]
+    if out:
+        log.warning("tools left out of the grammar, no arguments satisfy their schemas: %s",
+                    "; ".join(f"{n!r}: {why}" for n, why in out.items()))
+    return out
 
 
 class ToolCallLogitsProcessor:

@@ -94,6 +94,7 @@ class TurnGrammar:
     free_json_words: np.ndarray = field(init=False)  # bare-JSON "auto": text that cannot open a call
     _entry: dict[tuple[bytes, ...], np.ndarray] = field(default_factory=dict, init=False)
     unenforced: dict[str, list[str]] = field(default_factory=dict, init=False)  # tool -> dropped keywords
+    uncallable: dict[str, str] = field(default_factory=dict, init=False)  # tool -> why no call can be valid
     toolset: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
