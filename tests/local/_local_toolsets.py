@@ -7,6 +7,7 @@ random-weight model, which almost never picks the closing quote, still finishes 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,44 @@ def example_tools(name: str) -> list[dict[str, Any]]:
 
 
 TOOLSETS = {"nested": NESTED, "small": SMALL}
+
+
+# ---- real tool sets (tests/data/toolsets, see its SOURCE.md), for compile-time and refusal checks ----------
+REAL_TOOLSETS = REPO / "tests" / "data" / "toolsets"
+
+
+@dataclass(frozen=True)
+class RealToolSet:
+    """One tool set as a request carries it: ``tools`` in OpenAI function form (BFCL, ACEBench, the shipped
+    schemas/tools) or as an MCP ``tools/list`` (``source == "mcp"``)."""
+
+    source: str  # "bfcl" | "acebench" | "mcp" | "shipped"
+    id: str
+    category: str
+    tools: list[dict[str, Any]]
+
+    def toolset(self) -> Any:
+        from toolguard import ToolSet
+
+        return ToolSet.from_mcp(self.tools) if self.source == "mcp" else ToolSet.from_openai(self.tools)
+
+    @property
+    def bfcl_language(self) -> bool:
+        """BFCL's Java/JavaScript categories, whose type names (``String``, ``HashMap``...) need a mapping."""
+        return self.category in ("simple_java", "simple_javascript")
+
+
+def real_toolsets(folder: Path = REAL_TOOLSETS, extra: Path | None = None) -> list[RealToolSet]:
+    """Every set in ``folder``'s ``*.jsonl`` files, then the shipped schemas/tools; with ``extra`` (a JSONL
+    file with a ``source`` field per line, as ``scripts/toolsets_corpus.py --all`` writes) those instead."""
+    out: list[RealToolSet] = []
+    files = [(extra, None)] if extra is not None else [(p, p.stem) for p in sorted(folder.glob("*.jsonl"))]
+    for path, source in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                e = json.loads(line)
+                out.append(RealToolSet(source or e["source"], e["id"], e["category"], e["tools"]))
+    if extra is None:
+        for path in sorted((REPO / "schemas" / "tools").glob("*.json")):
+            out.append(RealToolSet("shipped", path.stem, "schemas/tools", json.loads(path.read_text())))
+    return out

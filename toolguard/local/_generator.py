@@ -16,8 +16,9 @@ cannot do:
   held until the turn ends well (``stream_calls="hold"``, the default: a truncated or looping call is never
   shown), or streamed as they are written (``"pass"``: name first, then argument fragments).
 
-Cost per token: one model pass (fewer with jump-forward), the engine's mask, ``_mask.apply_mask`` and the
-runaway detector's O(1) push. The final message is parsed by ``toolguard.formats.parse``.
+Cost per token: one model pass (fewer with jump-forward), the engine's mask (computed beside the forward pass
+with ``overlap``), ``_mask.apply_mask`` and the runaway detector's O(1) push. The final message is parsed by
+``toolguard.formats.parse``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,15 @@ from .._runaway import RunawayDetector
 from ..formats import parse
 from ._compile import DEFAULT_COMPILE_TIMEOUT
 from ._mask import apply_mask
-from ._processor import DEFAULT_ENGINE, DEFAULT_SEPARATORS, Unenforced, as_toolset, build_turn_grammar
+from ._overlap import StepAhead
+from ._processor import (
+    DEFAULT_ENGINE,
+    DEFAULT_OVERLAP,
+    DEFAULT_SEPARATORS,
+    Unenforced,
+    as_toolset,
+    build_turn_grammar,
+)
 from ._stopping import RunawayStoppingCriteria
 from ._turn import TurnGrammar, TurnState
 from ._vocab import end_token_ids
@@ -87,7 +96,8 @@ class LocalGenerator:
     ``ToolCallLogitsProcessor``, and so is ``unenforced`` (with ``"check"``, calls breaking a keyword the
     grammar could not enforce are listed under ``toolguard.invalid``). ``end_token_ids`` defaults to every eos
     id the tokenizer, the model config and its generation config declare. ``runaway`` builds the per-request
-    ``RunawayDetector`` (None disables it).
+    ``RunawayDetector`` (None disables it). ``overlap`` computes each step's mask on a worker thread while
+    the model runs its forward pass (``_overlap``).
     """
 
     def __init__(
@@ -105,6 +115,7 @@ class LocalGenerator:
         runaway: Callable[[], RunawayDetector] | None = RunawayDetector,
         model_name: str | None = None,
         unenforced: Unenforced = "error",
+        overlap: bool = DEFAULT_OVERLAP,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -120,6 +131,8 @@ class LocalGenerator:
         path = getattr(getattr(model, "config", None), "_name_or_path", "")
         self.model_name = model_name or str(path or "local")
         self.stats = GeneratorStats()
+        self.overlap = overlap
+        self._ahead = StepAhead()
 
     # ---- public API --------------------------------------------------------------------------------------
     def chat(
@@ -234,8 +247,13 @@ class LocalGenerator:
         pending = prompt
         cache_arg = _cache_argument(self.model)
         past = None
+        # the next step's mask is computed on a worker while the model runs its forward pass (``_overlap``)
+        ahead = self._ahead if self.overlap else None
+        upcoming = None
         try:
             while True:
+                if ahead is not None and state.engine_matcher is not None:  # other masks are lookups
+                    upcoming = ahead.submit(state.mask)
                 t0 = time.perf_counter()
                 with torch.inference_mode():
                     out = self.model(input_ids=torch.tensor([pending], device=device), use_cache=True,
@@ -249,7 +267,11 @@ class LocalGenerator:
                     with torch.inference_mode():  # the logits are an inference tensor
                         for proc in logits_processors:
                             logits = proc(ids[:, :length], logits[None])[0]
-                mask = state.mask()
+                if upcoming is not None:
+                    mask, _ = StepAhead.wait(upcoming)
+                    upcoming = None
+                else:
+                    mask = state.mask()
                 stats.tokens_masked += mask.kind != "all"
                 if mask.kind == "single":  # nothing to sample
                     token = mask.token
@@ -293,6 +315,8 @@ class LocalGenerator:
                 yield new, run
                 return
         finally:
+            if upcoming is not None:  # the caller stopped early: let the worker finish with the state
+                upcoming.result()
             self.stats.add(stats)
 
 

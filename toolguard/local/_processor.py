@@ -21,21 +21,25 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
 
 from .._exceptions import GrammarError, UsageError
 from .._tools import ToolSet
 from ..engines._keywords import explain_unsatisfiable, prepare_schema
 from ._compile import DEFAULT_COMPILE_TIMEOUT, compile_call_grammar
 from ._engines import get_engine, spec_for
-from ._mask import apply_masks
-from ._turn import FORMATS, TurnGrammar, TurnState
-from ._vocab import Vocab, end_token_ids
+from ._mask import applier_for
+from ._overlap import StepAhead
+from ._turn import FORMATS, Mask, TurnGrammar, TurnState
+from ._vocab import Vocab, end_token_ids, words_for
 
-__all__ = ["DEFAULT_ENGINE", "DEFAULT_SEPARATORS", "ProcessorStats", "ToolCallLogitsProcessor",
-           "build_turn_grammar", "normalize_tool_choice"]
+__all__ = ["DEFAULT_ENGINE", "DEFAULT_OVERLAP", "DEFAULT_SEPARATORS", "ProcessorStats",
+           "ToolCallLogitsProcessor", "build_turn_grammar", "normalize_tool_choice"]
 
 log = logging.getLogger("toolguard.local")
 
@@ -47,6 +51,9 @@ DEFAULT_ENGINE = "llguidance"
 #: it from the grammar and validate each finished call against the full schema afterwards (LocalGenerator
 #: reports failures under ``toolguard.invalid``); for schemas such as ``uniqueItems`` arrays.
 Unenforced = Literal["error", "check"]
+#: Run the grammar's work for step t+1 beside the forward pass of step t+1 (see ``_overlap``). Chosen by
+#: measurement (benchmarks/grammar.py, overlap section).
+DEFAULT_OVERLAP = True
 #: The separators hermes/Qwen chat templates render (``tojson``); no other whitespace is allowed.
 DEFAULT_SEPARATORS = (", ", ": ")
 
@@ -54,11 +61,20 @@ DEFAULT_SEPARATORS = (", ", ": ")
 @dataclass(slots=True)
 class ProcessorStats:
     """Counters over the processor's life: ``steps`` masked rows, ``forced`` rows with one allowed token,
-    ``mask_seconds`` spent computing and applying masks (including feeding tokens)."""
+    ``ahead`` rows whose grammar work ran on the worker beside the forward pass; seconds: ``mask_seconds``
+    inside ``__call__`` (the step's critical path: waiting, and any grammar work not done ahead, and
+    applying), and its parts ``advance_seconds`` (feeding tokens), ``fill_seconds`` (the engine's bitmasks
+    and the turn automaton's masks), ``apply_seconds``, ``wait_seconds`` (blocked on work started ahead).
+    Advance and fill count wherever they ran."""
 
     steps: int = 0
     forced: int = 0
+    ahead: int = 0
     mask_seconds: float = 0.0
+    advance_seconds: float = 0.0
+    fill_seconds: float = 0.0
+    apply_seconds: float = 0.0
+    wait_seconds: float = 0.0
 
 
 def normalize_tool_choice(tool_choice: Any, toolset: ToolSet) -> tuple[str, list[str]]:
@@ -261,6 +277,9 @@ class ToolCallLogitsProcessor:
     ``unenforced``: ``"error"`` (default) or ``"check"`` (see ``Unenforced``).
     """
 
+    #: The clock of ``stats`` (benchmarks set ``time.thread_time`` to count this thread's CPU time only).
+    clock: Callable[[], float] = staticmethod(time.perf_counter)
+
     def __init__(
         self,
         tokenizer: Any,
@@ -278,6 +297,7 @@ class ToolCallLogitsProcessor:
         separators: tuple[str, str] = DEFAULT_SEPARATORS,
         compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
         unenforced: Unenforced = "error",
+        overlap: bool = DEFAULT_OVERLAP,
     ) -> None:
         ends = tuple(end_token_ids) if end_token_ids else _end_ids(tokenizer, generation_config)
         self.grammar = build_turn_grammar(
@@ -286,9 +306,15 @@ class ToolCallLogitsProcessor:
             max_string_length=max_string_length, close_objects=close_objects, separators=separators,
             compile_timeout=compile_timeout, unenforced=unenforced,
         )
+        self.overlap = overlap
         self.states: list[TurnState] = []
         self.stats = ProcessorStats()
+        self.applier = applier_for(self.grammar.n_vocab)
         self._length = -1
+        self._words = np.zeros((0, words_for(self.grammar.n_vocab)), dtype=np.int32)
+        self._masks: list[Mask] = []
+        self._ahead = StepAhead()
+        self._pending: Future[int] | None = None
 
     @property
     def end_token_ids(self) -> tuple[int, ...]:
@@ -296,44 +322,93 @@ class ToolCallLogitsProcessor:
 
     def reset(self) -> None:
         """Forget the per-row states (the next call starts a new turn)."""
+        self._settle()
         self.states = []
         self._length = -1
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
-        start = time.perf_counter()
+        clock = self.clock
+        start = clock()
         batch, length = input_ids.shape
+        if self._settle() != length or len(self.states) != batch:
+            self._prepare(_last_tokens(input_ids), batch, length)
+        t = clock()
+        self.applier.apply_batch(scores, self._masks)
+        end = clock()
+        stats = self.stats
+        stats.apply_seconds += end - t
+        stats.steps += batch
+        stats.forced += sum(m.kind == "single" for m in self._masks)
+        stats.mask_seconds += end - start
+        return scores
+
+    # ---- the grammar's half of a step: advance every row, compute every row's mask -----------------------
+    def _prepare(self, tokens: list[int], batch: int, length: int) -> int:
+        """Feed each row the token appended since the last step (or start new rows) and compute the masks
+        for a step at sequence length ``length``. Runs on the caller's thread or ahead, on the worker."""
+        clock = self.clock
+        t0 = clock()
         states = self.states
         if len(states) != batch or length != self._length + 1:
             states = self.states = [self.grammar.new_state() for _ in range(batch)]
+            self._words = np.zeros((batch, self._words.shape[1]), dtype=np.int32)
+            for state, row in zip(states, self._words, strict=True):
+                state.use_buffer(row)
         else:
-            ids = input_ids.numpy() if input_ids.device.type == "cpu" else input_ids.cpu().numpy()
-            for state, token in zip(states, ids[:, -1].tolist(), strict=True):
+            for state, token in zip(states, tokens, strict=True):
                 if state.phase != "done":
                     state.advance(token)
         self._length = length
-        masks = [state.mask() for state in states]
-        apply_masks(scores, masks, self.grammar.n_vocab)
+        t1 = clock()
+        rows = [(m, i) for i, state in enumerate(states) if (m := state.engine_matcher) is not None]
+        if rows:
+            self.grammar.engine.fill_batch(rows, self._words)
+        self._masks = [state.mask(filled=state.engine_matcher is not None) for state in states]
         stats = self.stats
-        stats.steps += batch
-        stats.forced += sum(m.kind == "single" for m in masks)
-        stats.mask_seconds += time.perf_counter() - start
-        return scores
+        stats.advance_seconds += t1 - t0
+        stats.fill_seconds += clock() - t1
+        return length
+
+    def _step_ahead(self, tokens: list[int], batch: int, length: int) -> None:
+        """Start ``_prepare`` for the next step on the worker (called once the sampled token is known)."""
+        self._settle()
+        self._pending = self._ahead.submit(self._prepare, tokens, batch, length)
+        self.stats.ahead += batch
+
+    def _settle(self) -> int:
+        """Wait for work started ahead; the sequence length it prepared (-1 if none)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return -1
+        length, blocked = self._ahead.wait(pending)
+        self.stats.wait_seconds += blocked
+        return int(length)
 
     def stopping_criteria(self) -> Any:
-        """A ``StoppingCriteria`` that ends each row at its first end-of-turn token, for when the grammar's
-        end ids are not all in ``generation_config.eos_token_id``."""
+        """A ``StoppingCriteria`` that ends each row at its first end-of-turn token (for when the grammar's
+        end ids are not all in ``generation_config.eos_token_id``) and, with ``overlap``, starts the grammar's
+        work for the next step on a worker thread so that it runs beside the next forward pass (``generate()``
+        calls stopping criteria after appending the sampled token and before the next forward pass)."""
         from transformers import StoppingCriteria
 
         ends = frozenset(self.grammar.end_ids)
+        proc = self
 
         class _TurnOver(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
                 import torch
 
-                last = input_ids[:, -1].tolist()
+                last = _last_tokens(input_ids)
+                if proc.overlap:
+                    proc._step_ahead(last, *input_ids.shape)
                 return torch.tensor([t in ends for t in last], dtype=torch.bool, device=input_ids.device)
 
         return _TurnOver()
+
+
+def _last_tokens(input_ids: Any) -> list[int]:
+    last = input_ids[:, -1]
+    return (last if last.device.type == "cpu" else last.cpu()).tolist()  # type: ignore[no-any-return]
 
 
 def _end_ids(tokenizer: Any, generation_config: Any) -> tuple[int, ...]:

@@ -203,8 +203,19 @@ class TurnState:
         return bytes(self.buf[start:])
 
     # ---- masks -------------------------------------------------------------------------------------------
-    def mask(self) -> Mask:
-        """The allowed next tokens."""
+    @property
+    def engine_matcher(self) -> Matcher | None:
+        """The engine matcher whose bitmask the next ``mask()`` needs (None outside a call), so a caller can
+        fill the masks of many rows at once (``Engine.fill_batch``) and call ``mask(filled=True)``."""
+        return self.matcher if self.phase in ("call", "jstart") else None
+
+    def use_buffer(self, words: np.ndarray) -> None:
+        """Write engine bitmasks into ``words`` (int32, one row of a caller's batch buffer) from now on."""
+        self._words = words
+
+    def mask(self, *, filled: bool = False) -> Mask:
+        """The allowed next tokens. ``filled``: the engine matcher's bitmask is already in this state's
+        buffer (see ``engine_matcher``)."""
         g, phase = self.g, self.phase
         if phase == "free":
             if self._bans is None or self._watch is None:
@@ -216,14 +227,16 @@ class TurnState:
         if phase == "call":
             assert self.matcher is not None
             words = self._words
-            self.matcher.fill(words)
+            if not filled:
+                self.matcher.fill(words)
             if g.clean_masks:
                 np.bitwise_and(words, g.text_words, out=words)
             return Mask("words", words)
         if phase == "jstart":
             words = self._words
             if self.matcher is not None:
-                self.matcher.fill(words)
+                if not filled:
+                    self.matcher.fill(words)
                 np.bitwise_and(words, g.text_words, out=words)
             elif self._options:
                 words[:] = g.literal_words([t for t, _ in self._options], False)

