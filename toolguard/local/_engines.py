@@ -105,6 +105,7 @@ _LLG_ERRORS = (
     (re.compile(r"min/maxProperties"), "minProperties"),
     (re.compile(r"patternProperty regexes"), "patternProperties"),
     (re.compile(r"allOf"), "allOf"),
+    (re.compile(r"backreferences are not supported|look-around"), "pattern"),
 )
 
 
