@@ -63,9 +63,7 @@ def ms3(values: list[float]) -> str:
 
 
 def clear_caches() -> None:
-    compile_mod.clear_cache()
-    processor_mod._GRAMMARS.clear()
-    processor_mod._TOOLSETS.clear()
+    processor_mod.clear_caches()
 
 
 # ---- compile over real tool sets --------------------------------------------------------------------------

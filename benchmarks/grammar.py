@@ -183,9 +183,7 @@ def compile_times(tok: Any, engine: str, name: str, timeout: float | None) -> st
     """"cold total (engine compile) / warm" in ms: cold = first request (tool set built and validated, schemas
     prepared, grammar compiled), warm = the same request again."""
     tools, choice, _ = SCHEMAS[name]
-    compile_mod.clear_cache()
-    processor_mod._GRAMMARS.clear()
-    processor_mod._TOOLSETS.clear()
+    processor_mod.clear_caches()
     before = compile_mod.STATS.seconds
     t0 = time.perf_counter()
     try:

@@ -160,3 +160,18 @@ def test_processor_accepts_a_real_mcp_listing(bpe_tokenizer: Any) -> None:
     s = _one("mcp", "Fetch MCP Server/fetch")
     proc = ToolCallLogitsProcessor(bpe_tokenizer, s.toolset(), "auto")
     assert proc.grammar.compiled is not None and proc.grammar.mode == "auto"
+
+
+def test_tools_are_validated_once_each_across_tool_sets() -> None:
+    """A request that adds a tool to a known list builds (and metaschema-checks) only the new one; a bad entry
+    is still reported at its own index."""
+    from toolguard import ToolError
+    from toolguard.local._processor import as_toolset, clear_caches
+
+    clear_caches()
+    weather = _one("shipped", "weather").tools
+    first = as_toolset(weather[:1])
+    second = as_toolset(weather)
+    assert second[weather[0]["function"]["name"]] is first[weather[0]["function"]["name"]]
+    with pytest.raises(ToolError, match=r"tools\[2\]"):
+        as_toolset([*weather, {"type": "retrieval"}])

@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._exceptions import GrammarError, UsageError
-from .._tools import ToolSet
+from .._exceptions import GrammarError, ToolguardError, UsageError
+from .._tools import Tool, ToolSet
 from ..engines._keywords import explain_unsatisfiable, prepare_schema
 from ._compile import DEFAULT_COMPILE_TIMEOUT, compile_call_grammar
 from ._engines import get_engine, spec_for
@@ -105,34 +105,63 @@ def normalize_tool_choice(tool_choice: Any, toolset: ToolSet) -> tuple[str, list
 
 
 _TOOLSETS: OrderedDict[str, ToolSet] = OrderedDict()
+_TOOLS: OrderedDict[str, Tool] = OrderedDict()
+#: Tools kept by their JSON entry (validating a schema against its metaschema is most of a first request).
+TOOL_CACHE_SIZE = 1024
 _GRAMMARS: OrderedDict[tuple[Any, ...], TurnGrammar] = OrderedDict()
 #: Tool sets and turn grammars kept for repeated requests (a chat server sees the same tools again and again).
 GRAMMAR_CACHE_SIZE = 64
 _LOCK = threading.Lock()
 
 
-def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> Any:
+def clear_caches() -> None:
+    """Forget every cached tool, tool set and turn grammar (and compiled grammar): benchmarks use this to
+    measure first requests."""
+    from ._compile import clear_cache
+
+    with _LOCK:
+        _TOOLS.clear()
+        _TOOLSETS.clear()
+        _GRAMMARS.clear()
+    clear_cache()
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int = GRAMMAR_CACHE_SIZE) -> Any:
     with _LOCK:
         cache[key] = value
         cache.move_to_end(key)
-        while len(cache) > GRAMMAR_CACHE_SIZE:
+        while len(cache) > size:
             cache.popitem(last=False)
     return value
 
 
 def as_toolset(tools: Any) -> ToolSet:
-    """A ``ToolSet`` from a ``ToolSet`` or an OpenAI tools list (built once per distinct list)."""
+    """A ``ToolSet`` from a ``ToolSet`` or an OpenAI tools list (built once per distinct list; each tool once
+    per distinct entry, so a request that adds one tool to a known list validates only that one)."""
     if isinstance(tools, ToolSet):
         return tools
     if tools is None:
         return ToolSet()
     tools = list(tools)
     try:
-        key = json.dumps(tools, sort_keys=True)
+        keys = [json.dumps(entry, sort_keys=True) for entry in tools]
     except (TypeError, ValueError):
         return ToolSet.from_openai(tools)
+    key = "[" + ",".join(keys) + "]"
     hit = _TOOLSETS.get(key)
-    return hit if hit is not None else _remember(_TOOLSETS, key, ToolSet.from_openai(tools))
+    if hit is not None:
+        return hit
+    built = []
+    for entry_key, entry in zip(keys, tools, strict=True):
+        tool = _TOOLS.get(entry_key)
+        if tool is None:
+            try:
+                (tool,) = ToolSet.from_openai([entry])
+            except ToolguardError:
+                return ToolSet.from_openai(tools)  # raises again, with the entry's index in the message
+            _remember(_TOOLS, entry_key, tool, TOOL_CACHE_SIZE)
+        built.append(tool)
+    return _remember(_TOOLSETS, key, ToolSet(built))
 
 
 def build_turn_grammar(
