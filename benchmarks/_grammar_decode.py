@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import statistics
@@ -28,6 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -276,27 +278,39 @@ def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> Non
 
     th = threading.Thread(target=counter, daemon=True)
     before = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
+    sys.setswitchinterval(0.0002)
     th.start()
     time.sleep(0.05)
-    heavy = {"type": "object", "required": [f"p{i}" for i in range(30)],
-             "properties": {f"p{i}": {"type": "string", "pattern": f"^[a-z]{{{3 + i % 4}}}(x|yy)*[0-9]+$"}
-                            for i in range(30)}}
+    pat = "^[a-z]{{{}}}(x|yy|z{{2,4}})*[0-9]+q{}$"
+    props = {f"p{i}": {"type": "string", "pattern": pat.format(3 + i % 5, i)} for i in range(60)}
+    heavy = {"type": "object", "required": list(props), "properties": props}
     one = ToolCallLogitsProcessor(tok, [{"type": "function", "function": {"name": "t", "parameters": heavy}}],
                                   "required", overlap=False)
-    fresh = [one.grammar.compiled.deep_copy() for _ in range(8)]
-    for m in fresh:
-        for t in tok.encode('{"name": "t", "arguments": {"p0": "', add_special_tokens=False):
-            m.consume_token(t)
-    rows = [(m, i) for i, m in enumerate(fresh)]
+    prefix = tok.encode('{"name": "t", "arguments": {"p0": "abc', add_special_tokens=False)
+
+    def fresh(k: int) -> list[Any]:
+        out = []
+        for _ in range(k):
+            m = one.grammar.compiled.deep_copy()
+            for t in prefix:
+                m.consume_token(t)
+            out.append(m)
+        return out
+
+    singles, batch = fresh(40), fresh(8)
     executor = llguidance.LLExecutor()
+
+    def each() -> None:  # the first mask of a state is the expensive one: fresh copies, one call each
+        for m in singles:
+            m.unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)
+
+    rows = [(m, i) for i, m in enumerate(batch)]
     tests = [
         ("time.sleep (releases the GIL)", lambda: time.sleep(0.02)),
         ("pure Python loop (holds it)", lambda: sum(range(300_000))),
-        ("LLMatcher.unsafe_compute_mask_ptr, one first mask",
-         lambda: fresh[0].unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)),
-        ("LLExecutor.unsafe_compute_mask_ptr, 8 first masks",
-         lambda: executor.unsafe_compute_mask_ptr(rows[1:], words.ctypes.data, n_words * 4, 8)),
+        ("LLMatcher.unsafe_compute_mask_ptr, 40 calls, one first mask each", each),
+        ("LLExecutor.unsafe_compute_mask_ptr, one call, 8 first masks",
+         lambda: executor.unsafe_compute_mask_ptr(rows, words.ctypes.data, n_words * 4, 8)),
         ("torch forward (~100M Llama, 1 token)", None),
     ]
     arg = _cache_argument(model)
@@ -308,7 +322,7 @@ def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> Non
         with torch.inference_mode():
             model(input_ids=torch.tensor([[42]]), use_cache=True, **{arg: cache})
 
-    print("| one call | wall ms | counter thread progress during it |\n|---|---|---|")
+    print("| call(s) | wall ms | counter thread progress during them |\n|---|---|---|")
     for label, fn in tests:
         dt, c = during(fn or forward)
         print(f"| {label} | {dt * 1e3:.2f} | {c:,} increments ({c / dt / 1e6:.2f} M/s) |")
@@ -351,67 +365,105 @@ def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> Non
 
 # ---- decode steps ----------------------------------------------------------------------------------------
 class _Probe:
-    """A stopping criterion that only records when generate() reaches it (once per step)."""
+    """A stopping criterion that only records when generate() reaches it (once per step): wall and process
+    CPU time."""
 
     def __init__(self) -> None:
-        self.stamps: list[float] = []
+        self.stamps: list[tuple[float, float]] = []
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        self.stamps.append(time.perf_counter())
+        self.stamps.append((time.perf_counter(), time.process_time()))
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
-def _steps(model: Any, prompt: Any, new_tokens: int, seed: int, proc: Any) -> tuple[list[float], int]:
+class _Timed:
+    """Wraps the processor's stopping criterion to count its time (it is the guard's work too)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.wall = 0.0
+        self.cpu = 0.0
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        out = self.inner(input_ids, scores, **kwargs)
+        self.wall += time.perf_counter() - t0
+        self.cpu += time.thread_time() - c0
+        return out
+
+
+@dataclass
+class _Arm:
+    wall: list[float] = field(default_factory=list)  # per step
+    cpu: list[float] = field(default_factory=list)  # per step, every thread of the process
+    guard: float = 0.0  # the guard's seconds on generate()'s thread (processor + its stopping criterion)
+    steps: int = 0
+    opened: int = 0
+
+
+def _run_arm(model: Any, prompt: Any, new_tokens: int, seed: int, proc: Any, arm: _Arm) -> None:
     import torch
     from transformers import StoppingCriteriaList
 
     probe = _Probe()
-    criteria = [probe] if proc is None else [probe, proc.stopping_criteria()]
+    timed = _Timed(proc.stopping_criteria()) if proc is not None else None
+    criteria = [probe] if timed is None else [probe, timed]
     torch.manual_seed(seed)
     with torch.inference_mode():
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new_tokens,
-                             do_sample=True, temperature=1.0, top_k=0,
-                             logits_processor=[proc] if proc is not None else None,
-                             stopping_criteria=StoppingCriteriaList(criteria), pad_token_id=0)
-    gaps = [b - a for a, b in zip(probe.stamps, probe.stamps[1:], strict=False)]
-    opened = 0
-    if proc is not None:
-        opened = sum(st.content_end is not None for st in proc.states)
-    del out
-    return gaps, opened
+        model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new_tokens,
+                       do_sample=True, temperature=1.0, top_k=0,
+                       logits_processor=[proc] if proc is not None else None,
+                       stopping_criteria=StoppingCriteriaList(criteria), pad_token_id=0)
+    pairs = list(itertools.pairwise(probe.stamps))
+    arm.wall += [b[0] - a[0] for a, b in pairs]
+    arm.cpu += [b[1] - a[1] for a, b in pairs]
+    if proc is not None and timed is not None:
+        # the processor's own clock: thread CPU time without overlap, wall time with it
+        arm.guard += proc.stats.mask_seconds + (timed.wall if proc.overlap else timed.cpu)
+        arm.steps += len(probe.stamps)
+        arm.opened += sum(st.content_end is not None for st in proc.states)
 
 
 def decode_steps(models: dict[str, tuple[Any, Any, Any]], tools: list[dict[str, Any]], batches: list[int],
                  steps: dict[int, int], rounds: int) -> None:
-    print("| model | vocab | batch | turn | unguarded ms | guarded, overlap off | guarded, overlap on | "
+    print("| model | vocab | batch | turn | unguarded step ms (wall / CPU) | guarded, overlap off: step ms, "
+          "ratio; guard µs/step | guarded, overlap on: step ms, ratio; guard µs/step on the critical path | "
           "rows that opened a call |\n|---|---|---|---|---|---|---|---|")
     for label, (model, tok, prompt_ids) in models.items():
         for b in batches:
             prompt = prompt_ids.repeat(b, 1)
             for turn, choice in (("free text (auto)", "auto"), ("calls (required)", "required")):
-                arms: dict[str, list[float]] = {"off": [], "guard": [], "overlap": []}
-                opened = 0
+                arms = {"off": _Arm(), "guard": _Arm(), "overlap": _Arm()}
                 for r in range(rounds):
-                    for arm in arms:
+                    for name, arm in arms.items():
                         proc = None
-                        if arm != "off":
-                            proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=arm == "overlap",
+                        if name != "off":
+                            proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=name == "overlap",
                                                            max_string_length=12)
-                        gaps, o = _steps(model, prompt, steps[b], 1000 * r + b, proc)
-                        arms[arm] += gaps
-                        opened += o if arm == "guard" else 0
-                base = statistics.median(arms["off"])
-                cells = [f"{base * 1e3:.2f}"]
-                for arm in ("guard", "overlap"):
-                    m = statistics.median(arms[arm])
-                    cells.append(f"{m * 1e3:.2f} ({m / base:.3f}×)")
+                            if name == "guard":  # no overlap: count this thread's CPU only
+                                proc.clock = staticmethod(CLOCK)  # type: ignore[assignment]
+                        _run_arm(model, prompt, steps[b], 1000 * r + b, proc, arm)
+                off = arms["off"]
+                base, base_cpu = statistics.median(off.wall), statistics.median(off.cpu)
+                cells = [f"{base * 1e3:.2f} / {base_cpu * 1e3:.2f}"]
+                for name in ("guard", "overlap"):
+                    arm = arms[name]
+                    m = statistics.median(arm.wall)
+                    per = arm.guard / max(arm.steps, 1)
+                    cells.append(f"{m * 1e3:.2f}, {m / base:.3f}×; {per * 1e6:.0f} "
+                                 f"({1 + per / base_cpu:.4f}×)")
+                opened = arms["guard"].opened
                 print(f"| {label} | {len(tok)} | {b} | {turn} | " + " | ".join(cells) +
                       f" | {opened}/{b * rounds} |", flush=True)
-    print(f"\ncells: median wall ms per decode step (`generate()`, sampling at temperature 1; {rounds} "
-          "rounds, arms alternating); guarded = `ToolCallLogitsProcessor` + its stopping criteria (schema b, "
-          f"five tools; strings capped at 12 characters); {load()}.\n")
+    print(f"\ncells: medians per decode step of `generate()` (sampling at temperature 1; {rounds} rounds, "
+          "arms alternating); wall ratios are against the unguarded arm of the same run. guard µs/step: "
+          "overlap off, CPU time of generate()'s thread in the processor and its stopping criterion; "
+          "overlap on, their wall time on generate()'s thread (waiting for the worker included); the ratio "
+          "in brackets is 1 + that / the unguarded step's CPU time. Guarded = `ToolCallLogitsProcessor` + "
+          "its stopping criteria (schema b, five tools; strings capped at 12 characters); "
+          f"{load()}.\n")
 
 
 def load_smollm2(cache: Path) -> tuple[Any, Any] | None:

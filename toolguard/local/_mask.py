@@ -106,9 +106,9 @@ class MaskApplier:
             ids = _set_bits(words)
             return _Plan("keep", ids[ids < n])
         # bits past n_tokens (the last word's padding) are never set by the engines; count them anyway
-        if n - allowed <= limit:
-            banned = _set_bits(np.invert(words))
-            return _Plan("ban", banned[banned < n])
+        if n - allowed <= limit:  # nearly every word has a banned bit: expand them all at once
+            bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:n]
+            return _Plan("ban", np.flatnonzero(bits == 0))
         bias = np.take(_BIAS, words.view(np.uint8), axis=0).reshape(-1)[:n].copy()
         return _Plan("bias", bias)
 

@@ -61,11 +61,11 @@ DEFAULT_SEPARATORS = (", ", ": ")
 @dataclass(slots=True)
 class ProcessorStats:
     """Counters over the processor's life: ``steps`` masked rows, ``forced`` rows with one allowed token,
-    ``ahead`` rows whose grammar work ran on the worker beside the forward pass; seconds: ``mask_seconds``
-    inside ``__call__`` (the step's critical path: waiting, and any grammar work not done ahead, and
-    applying), and its parts ``advance_seconds`` (feeding tokens), ``fill_seconds`` (the engine's bitmasks
-    and the turn automaton's masks), ``apply_seconds``, ``wait_seconds`` (blocked on work started ahead).
-    Advance and fill count wherever they ran."""
+    ``ahead`` rows whose engine bitmask was computed on the worker beside the forward pass; seconds:
+    ``mask_seconds`` inside ``__call__`` (the step's critical path: waiting, any grammar work not done ahead,
+    and applying), ``advance_seconds`` (feeding tokens: in ``__call__``, or in the stopping criterion with
+    overlap), ``fill_seconds`` (the engine's bitmasks, wherever they ran, and the turn automaton's masks),
+    ``apply_seconds``, ``wait_seconds`` (blocked on bitmasks started ahead)."""
 
     steps: int = 0
     forced: int = 0
@@ -343,7 +343,8 @@ class ToolCallLogitsProcessor:
         self._words = np.zeros((0, words_for(self.grammar.n_vocab)), dtype=np.int32)
         self._masks: list[Mask] = []
         self._ahead = StepAhead()
-        self._pending: Future[int] | None = None
+        self._pending: Future[frozenset[int]] | None = None
+        self._ready: frozenset[int] = frozenset()
 
     @property
     def end_token_ids(self) -> tuple[int, ...]:
@@ -359,24 +360,28 @@ class ToolCallLogitsProcessor:
         clock = self.clock
         start = clock()
         batch, length = input_ids.shape
-        if self._settle() != length or len(self.states) != batch:
-            self._prepare(_last_tokens(input_ids), batch, length)
+        filled = self._settle()
+        if length != self._length or len(self.states) != batch:  # nothing prepared for this step
+            self._advance(_last_tokens(input_ids), batch, length)
+            filled = self._fill(self._engine_rows())
         t = clock()
-        self.applier.apply_batch(scores, self._masks)
+        masks = self._masks = [st.mask(filled=i in filled) for i, st in enumerate(self.states)]
+        t1 = clock()
+        self.applier.apply_batch(scores, masks)
         end = clock()
         stats = self.stats
-        stats.apply_seconds += end - t
+        stats.fill_seconds += t1 - t
+        stats.apply_seconds += end - t1
         stats.steps += batch
-        stats.forced += sum(m.kind == "single" for m in self._masks)
+        stats.forced += sum(m.kind == "single" for m in masks)
         stats.mask_seconds += end - start
         return scores
 
-    # ---- the grammar's half of a step: advance every row, compute every row's mask -----------------------
-    def _prepare(self, tokens: list[int], batch: int, length: int) -> int:
-        """Feed each row the token appended since the last step (or start new rows) and compute the masks
-        for a step at sequence length ``length``. Runs on the caller's thread or ahead, on the worker."""
-        clock = self.clock
-        t0 = clock()
+    # ---- the grammar's half of a step ----------------------------------------------------------------------
+    def _advance(self, tokens: list[int], batch: int, length: int) -> None:
+        """Feed each row the token appended since the last step, or start new rows (a new ``generate()``
+        call: the sequence length did not grow by one)."""
+        t0 = self.clock()
         states = self.states
         if len(states) != batch or length != self._length + 1:
             states = self.states = [self.grammar.new_state() for _ in range(batch)]
@@ -388,30 +393,42 @@ class ToolCallLogitsProcessor:
                 if state.phase != "done":
                     state.advance(token)
         self._length = length
-        t1 = clock()
-        rows = [(m, i) for i, state in enumerate(states) if (m := state.engine_matcher) is not None]
+        self.stats.advance_seconds += self.clock() - t0
+
+    def _engine_rows(self) -> list[tuple[Any, int]]:
+        return [(m, i) for i, state in enumerate(self.states) if (m := state.engine_matcher) is not None]
+
+    def _fill(self, rows: list[tuple[Any, int]]) -> frozenset[int]:
+        """The engine's bitmasks of ``rows`` (one batch call) into the rows' buffers: the part of a step that
+        runs without the GIL. Returns the rows filled."""
         if rows:
+            t0 = self.clock()
             self.grammar.engine.fill_batch(rows, self._words)
-        self._masks = [state.mask(filled=state.engine_matcher is not None) for state in states]
-        stats = self.stats
-        stats.advance_seconds += t1 - t0
-        stats.fill_seconds += clock() - t1
-        return length
+            self.stats.fill_seconds += self.clock() - t0
+        return frozenset(i for _, i in rows)
 
     def _step_ahead(self, tokens: list[int], batch: int, length: int) -> None:
-        """Start ``_prepare`` for the next step on the worker (called once the sampled token is known)."""
+        """Called once the sampled tokens are known: advance the rows here, and start the engine's bitmasks on
+        the worker, where they compute while the model runs the next forward pass."""
         self._settle()
-        self._pending = self._ahead.submit(self._prepare, tokens, batch, length)
-        self.stats.ahead += batch
+        self._advance(tokens, batch, length)
+        rows = self._engine_rows()
+        if rows:  # free text and framing masks are table lookups: nothing worth a thread
+            self._pending = self._ahead.submit(self._fill, rows)
+            self.stats.ahead += len(rows)
+        else:
+            self._pending = None
+            self._ready = frozenset()
 
-    def _settle(self) -> int:
-        """Wait for work started ahead; the sequence length it prepared (-1 if none)."""
+    def _settle(self) -> frozenset[int]:
+        """Wait for the bitmasks started ahead; the rows they filled."""
         pending, self._pending = self._pending, None
         if pending is None:
-            return -1
-        length, blocked = self._ahead.wait(pending)
+            ready, self._ready = self._ready, frozenset()
+            return ready
+        filled, blocked = self._ahead.wait(pending)
         self.stats.wait_seconds += blocked
-        return int(length)
+        return filled  # type: ignore[no-any-return]
 
     def stopping_criteria(self) -> Any:
         """A ``StoppingCriteria`` that ends each row at its first end-of-turn token (for when the grammar's

@@ -105,6 +105,8 @@ class TurnGrammar:
         self.free_json_words = (self.text_words & ~self.vocab.first_byte_mask(b"{[")) | self.end_words
         # llguidance never allows special tokens as text; other engines' masks are intersected with text ids
         self.clean_masks = self.engine.name != "llguidance"
+        if self.fmt.open and self.mode != "required":  # once per tokenizer (O(V log V)): now, not mid-turn
+            _ban_tensors(self.vocab, self.fmt.open.encode(), strict=self.mode == "none")
 
     def new_state(self) -> TurnState:
         return TurnState(self)
@@ -208,6 +210,12 @@ class TurnState:
         """The engine matcher whose bitmask the next ``mask()`` needs (None outside a call), so a caller can
         fill the masks of many rows at once (``Engine.fill_batch``) and call ``mask(filled=True)``."""
         return self.matcher if self.phase in ("call", "jstart") else None
+
+    def fill_engine_mask(self) -> None:
+        """Compute the engine matcher's bitmask into this state's buffer (the part of ``mask()`` that runs
+        without the GIL; a decoder may run it beside the forward pass, then call ``mask(filled=True)``)."""
+        assert self.matcher is not None
+        self.matcher.fill(self._words)
 
     def use_buffer(self, words: np.ndarray) -> None:
         """Write engine bitmasks into ``words`` (int32, one row of a caller's batch buffer) from now on."""
