@@ -257,3 +257,30 @@ def test_compile_cache_and_timeout(bpe_tokenizer: Any) -> None:
     # the abandoned compile finishes in the background and lands in the cache
     compiled = compile_call_grammar(get_engine("outlines"), vocab, spec, vocab.size, timeout=None)
     assert compile_call_grammar(get_engine("outlines"), vocab, spec, vocab.size, timeout=0.0) is compiled
+
+
+@pytest.mark.parametrize("engine", ["llguidance", "outlines"])
+def test_unique_items_over_a_short_enum_is_enforced(bpe_tokenizer: Any, engine: str) -> None:
+    """schemas/tools/math.json's ``measures``: every arrangement of distinct values is listed, so the grammar
+    enforces uniqueItems instead of refusing it (a longer or open domain is still refused, above; xgrammar
+    writes array enum values with separators of its own, so it still refuses this one too)."""
+    schema = {"type": "array", "items": {"enum": ["mean", "median", "stdev"]}, "uniqueItems": True,
+              "maxItems": 2}
+    for good in ([], ["stdev"], ["median", "mean"]):
+        assert grammar_accepts(bpe_tokenizer, engine, schema, good), (engine, good)
+    for bad in (["mean", "mean"], ["mean", "median", "stdev"], ["mode"]):
+        assert not grammar_accepts(bpe_tokenizer, engine, schema, bad), (engine, bad)
+    assert "enum" not in prepare_schema({**schema, "uniqueItems": False}, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_never_schemas_are_written_as_false(bpe_tokenizer: Any, engine: str) -> None:
+    """zod writes an optional field as ``anyOf: [X, {"not": {}}]``; ``not`` cannot be enforced, but a branch
+    nothing matches can be dropped, and a property nothing matches can be made ``false``."""
+    schema = {"anyOf": [{"type": "integer"}, {"not": {}}, {"type": "null"}]}
+    out = prepare_schema({**OBJ, "properties": {"v": schema, "w": {"not": {}}}}, engine=engine)
+    assert out["properties"]["v"]["anyOf"] == [{"type": "integer"}, {"type": "null"}]
+    assert out["properties"]["w"] is False
+    for good in (3, None):
+        assert grammar_accepts(bpe_tokenizer, engine, schema, good), (engine, good)
+    assert not grammar_accepts(bpe_tokenizer, engine, schema, "x")

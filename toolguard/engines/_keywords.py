@@ -150,6 +150,9 @@ class _Walker:
         for key in _ANNOTATIONS & node.keys():
             del node[key]
         _drop_never(node)
+        if "uniqueItems" in node:
+            # xgrammar writes array enum values with its own separators, not the grammar's: left refused
+            _unique_items(node, arrays_as_enum=self.engine != "xgrammar")
         for key in list(node):
             if key in _ASSERTIONS and key not in self.allowed:
                 self._unsupported(node, key, path, "")
@@ -301,6 +304,59 @@ def _has_big_integer(value: Any, depth: int = 0) -> bool:
     if isinstance(value, dict):
         return any(_has_big_integer(v, depth + 1) for v in value.values())
     return False
+
+
+#: ``uniqueItems`` over a small finite item domain is enforced by listing every array it allows (at most
+#: this many arrangements: 1,957 for six values).
+MAX_UNIQUE_ARRANGEMENTS = 2000
+_NOT_WITH_UNIQUE = frozenset({"prefixItems", "contains", "enum", "const"})
+
+
+def _unique_items(node: dict[str, Any], *, arrays_as_enum: bool) -> None:
+    """``uniqueItems: false`` asserts nothing (removed). ``true`` over items drawn from a short ``enum`` or a
+    ``const`` (``measures: [mean, median, stdev]``) becomes an ``enum`` of every array of distinct values that
+    fits ``minItems``/``maxItems``, which every engine enforces; otherwise it stays, to be refused."""
+    import itertools
+    import json
+
+    flag = node["uniqueItems"]
+    if flag is False:
+        del node["uniqueItems"]
+        return
+    items = node.get("items")
+    if flag is not True or not arrays_as_enum or not isinstance(items, dict):
+        return
+    if not {"enum", "const"} & items.keys():
+        return
+    if not items.keys() <= {"enum", "const", "type"} or node.keys() & _NOT_WITH_UNIQUE:
+        return
+    values = items["enum"] if "enum" in items else [items["const"]]
+    # scalars whose JSON equality is Python's (no floats: 1 and 1.0 are one JSON value)
+    if not isinstance(values, list) or not all(v is None or isinstance(v, (str, int)) for v in values):
+        return
+    if "type" in items:
+        types = set(items["type"] if isinstance(items["type"], list) else [items["type"]])
+        if "number" in types:
+            types.add("integer")
+        values = [v for v in values if _json_type(v) in types]
+    distinct = list({json.dumps(v): v for v in values}.values())
+    low = node.get("minItems", 0)
+    high = min(node.get("maxItems", len(distinct)), len(distinct))
+    if not isinstance(low, int) or not isinstance(high, int):
+        return
+    sizes = range(max(low, 0), high + 1)
+    count = sum(_arrangements(len(distinct), r) for r in sizes)
+    if count > MAX_UNIQUE_ARRANGEMENTS:
+        return
+    node["enum"] = [list(p) for r in sizes for p in itertools.permutations(distinct, r)]
+    del node["uniqueItems"]
+
+
+def _arrangements(n: int, r: int) -> int:
+    out = 1
+    for k in range(n - r + 1, n + 1):
+        out *= k
+    return out
 
 
 def _never(schema: Any) -> bool:
