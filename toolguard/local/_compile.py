@@ -5,7 +5,9 @@ Grammar compilation can take from a millisecond (llguidance) to most of a minute
 compile in a daemon worker thread and waits at most ``timeout`` seconds; past the deadline it raises
 ``GrammarCompileTimeout`` and leaves the worker to finish in the background, where its result lands in the
 cache so a later request with the same key gets it at once. Concurrent requests for the same key share one
-worker. Every engine here releases the GIL while compiling, so the deadline is kept.
+compile. Every engine here releases the GIL while compiling, so the deadline is kept. llguidance, whose own
+limits bound a compile well below the default deadline, compiles in the caller's thread instead
+(``INLINE_COMPILE_BOUND``).
 
 The cache is keyed by (engine, tokenizer fingerprint, vocabulary size, grammar spec) and holds up to
 ``DEFAULT_CACHE_SIZE`` compiled grammars, least recently used first out.
@@ -26,6 +28,7 @@ from ._vocab import Vocab
 __all__ = [
     "DEFAULT_CACHE_SIZE",
     "DEFAULT_COMPILE_TIMEOUT",
+    "INLINE_COMPILE_BOUND",
     "CompileStats",
     "clear_cache",
     "compile_call_grammar",
@@ -34,6 +37,11 @@ __all__ = [
 #: Seconds a compile may take before ``GrammarCompileTimeout``. llguidance and xgrammar need milliseconds for
 #: tool sets; outlines-core at a 128k vocabulary needs 40-56 s for a 5-tool union and hits this limit.
 DEFAULT_COMPILE_TIMEOUT = 10.0
+#: Engines whose own limits bound a compile (llguidance's ``LLParserLimits``: grammar size, lexer fuel; about
+#: a second for "extremely complex grammars", its docs say) compile in the caller's thread when the deadline
+#: is at least this many seconds: handing the work to a thread and back measured +2 ms p50, +9 ms p99 on the
+#: real tool sets on a busy machine (benchmarks/grammar.py). Shorter deadlines get the thread.
+INLINE_COMPILE_BOUND: dict[str, float] = {"llguidance": 2.0}
 DEFAULT_CACHE_SIZE = 128
 
 
@@ -81,20 +89,27 @@ def compile_call_grammar(
     engine adapter raises (``UnsupportedKeyword``, ``GrammarError``).
     """
     key = (engine.name, vocab.fingerprint, n_vocab, spec.key)
+    bound = INLINE_COMPILE_BOUND.get(engine.name)
+    inline = bound is not None and (timeout is None or timeout >= bound)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             STATS.hits += 1
             return _CACHE[key]
         job = _INFLIGHT.get(key)
-        if job is None:
+        mine = job is None
+        if mine:
             job = _INFLIGHT[key] = _Job()
             STATS.misses += 1
-            worker = threading.Thread(
-                target=_run, args=(job, key, engine, vocab, spec, n_vocab), name="toolguard-compile",
-                daemon=True,
-            )
-            worker.start()
+            if not inline:
+                worker = threading.Thread(
+                    target=_run, args=(job, key, engine, vocab, spec, n_vocab), name="toolguard-compile",
+                    daemon=True,
+                )
+                worker.start()
+    assert job is not None
+    if mine and inline:  # no thread to hand the work to and back: on a busy machine that costs milliseconds
+        _run(job, key, engine, vocab, spec, n_vocab)
     if not job.done.wait(timeout):
         with _LOCK:
             STATS.timeouts += 1
