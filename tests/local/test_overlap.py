@@ -89,3 +89,20 @@ def test_llguidance_batch_fill_matches_one_at_a_time(bpe_tokenizer: Any) -> None
         one = np.zeros(words_for(g.n_vocab), dtype=np.int32)
         st.engine_matcher.fill(one)  # type: ignore[union-attr]
         assert np.array_equal(words[i], one), i
+
+
+def test_calling_the_criterion_twice_prepares_the_step_once(bpe_tokenizer: Any, tiny_llama: Any) -> None:
+    from transformers import StoppingCriteriaList
+
+    tools = example_tools("weather")
+    plain, _ = _generate(tiny_llama, bpe_tokenizer, tools, "required", overlap=False, seed=2)
+    proc = ToolCallLogitsProcessor(bpe_tokenizer, tools, "required", overlap=True, max_string_length=8)
+    ids = bpe_tokenizer.apply_chat_template([{"role": "user", "content": "go"}], tools=tools,
+                                            add_generation_prompt=True, tokenize=True, return_dict=False)
+    input_ids = torch.tensor([ids] * 6)
+    torch.manual_seed(2)
+    criteria = StoppingCriteriaList([proc.stopping_criteria(), proc.stopping_criteria()])
+    out = tiny_llama.generate(input_ids, attention_mask=torch.ones_like(input_ids), logits_processor=[proc],
+                              stopping_criteria=criteria, do_sample=True, temperature=1.0, top_k=0,
+                              max_new_tokens=60, pad_token_id=bpe_tokenizer.pad_token_id)
+    assert out[:, len(ids):].tolist() == plain

@@ -410,6 +410,8 @@ class ToolCallLogitsProcessor:
     def _step_ahead(self, tokens: list[int], batch: int, length: int) -> None:
         """Called once the sampled tokens are known: advance the rows here, and start the engine's bitmasks on
         the worker, where they compute while the model runs the next forward pass."""
+        if length == self._length and len(self.states) == batch:
+            return  # this step is already prepared (the criterion was called twice)
         self._settle()
         self._advance(tokens, batch, length)
         rows = self._engine_rows()
