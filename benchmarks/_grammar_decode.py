@@ -244,24 +244,33 @@ def apply_strategies(vocabs: list[int], reps: int = 400) -> None:
 
 
 # ---- GIL and overlap ------------------------------------------------------------------------------------
-def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> None:
+def gil_overlap(tok: Any, schemas: dict[str, Any], model: Any) -> None:
     import llguidance
     import torch
 
     from toolguard.local._generator import _cache_argument
 
-    tools, choice, docs = schemas["c"]
-    proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=False)
-    seqs, _, _ = walk(proc, docs)
-    matchers = []
-    for seq in seqs:
-        st = proc.grammar.new_state()
-        for t in seq:
-            if st.phase == "call":
-                matchers.append(st.matcher._m.deep_copy())  # type: ignore[union-attr]
-            st.advance(t)
+    # The slow mask of the corpus: inside read_file's "path" (a pattern with a minLength), about 2 ms at 128k
+    # for every fresh matcher (a state's first mask is computed, not looked up).
+    proc = ToolCallLogitsProcessor(tok, schemas["b"][0], "required", overlap=False)
+    prefix = proc.grammar.vocab.encode_literal(b'{"name": "read_file", "arguments": {"path": "')
+
+    def fresh(k: int) -> list[Any]:
+        out = []
+        for _ in range(k):
+            m = proc.grammar.compiled.deep_copy()
+            for t in prefix:
+                m.consume_token(t)
+            out.append(m)
+        return out
+
     n_words = (len(tok) + 31) // 32
     words = np.zeros((8, n_words), np.int32)
+    probe = fresh(3)
+    t0 = time.perf_counter()
+    for m in probe:
+        m.unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)
+    one_mask = (time.perf_counter() - t0) / len(probe)
 
     count = 0
     stop = False
@@ -276,43 +285,14 @@ def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> Non
         fn()
         return time.perf_counter() - t0, count - c0
 
-    th = threading.Thread(target=counter, daemon=True)
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.0002)
-    th.start()
-    time.sleep(0.05)
-    pat = "^[a-z]{{{}}}(x|yy|z{{2,4}})*[0-9]+q{}$"
-    props = {f"p{i}": {"type": "string", "pattern": pat.format(3 + i % 5, i)} for i in range(60)}
-    heavy = {"type": "object", "required": list(props), "properties": props}
-    one = ToolCallLogitsProcessor(tok, [{"type": "function", "function": {"name": "t", "parameters": heavy}}],
-                                  "required", overlap=False)
-    prefix = tok.encode('{"name": "t", "arguments": {"p0": "abc', add_special_tokens=False)
-
-    def fresh(k: int) -> list[Any]:
-        out = []
-        for _ in range(k):
-            m = one.grammar.compiled.deep_copy()
-            for t in prefix:
-                m.consume_token(t)
-            out.append(m)
-        return out
-
-    singles, batch = fresh(40), fresh(8)
+    singles, batch = fresh(20), fresh(8)
     executor = llguidance.LLExecutor()
 
-    def each() -> None:  # the first mask of a state is the expensive one: fresh copies, one call each
+    def each() -> None:
         for m in singles:
             m.unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)
 
     rows = [(m, i) for i, m in enumerate(batch)]
-    tests = [
-        ("time.sleep (releases the GIL)", lambda: time.sleep(0.02)),
-        ("pure Python loop (holds it)", lambda: sum(range(300_000))),
-        ("LLMatcher.unsafe_compute_mask_ptr, 40 calls, one first mask each", each),
-        ("LLExecutor.unsafe_compute_mask_ptr, one call, 8 first masks",
-         lambda: executor.unsafe_compute_mask_ptr(rows, words.ctypes.data, n_words * 4, 8)),
-        ("torch forward (~100M Llama, 1 token)", None),
-    ]
     arg = _cache_argument(model)
     with torch.inference_mode():
         out = model(input_ids=torch.randint(10, 1000, (1, 64)), use_cache=True)
@@ -322,45 +302,66 @@ def gil_overlap(tok: Any, schemas: dict[str, Any], walk: Any, model: Any) -> Non
         with torch.inference_mode():
             model(input_ids=torch.tensor([[42]]), use_cache=True, **{arg: cache})
 
+    tests = [
+        ("time.sleep (releases the GIL)", lambda: time.sleep(0.02)),
+        ("pure Python loop (holds it)", lambda: sum(range(300_000))),
+        ("LLMatcher.unsafe_compute_mask_ptr: 20 calls, one slow mask each", each),
+        ("LLExecutor.unsafe_compute_mask_ptr: one call, 8 slow masks",
+         lambda: executor.unsafe_compute_mask_ptr(rows, words.ctypes.data, n_words * 4, 8)),
+        ("torch forward (~100M Llama, one token)", forward),
+    ]
+    th = threading.Thread(target=counter, daemon=True)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    th.start()
+    time.sleep(0.05)
     print("| call(s) | wall ms | counter thread progress during them |\n|---|---|---|")
     for label, fn in tests:
-        dt, c = during(fn or forward)
+        dt, c = during(fn)
         print(f"| {label} | {dt * 1e3:.2f} | {c:,} increments ({c / dt / 1e6:.2f} M/s) |")
     stop = True
     th.join()
     sys.setswitchinterval(before)
-
-    def masks() -> None:
-        for m in matchers:
-            m.deep_copy().unsafe_compute_mask_ptr(words[0].ctypes.data, words[0].nbytes)
-
-    def forwards() -> None:
-        for _ in range(6):
-            forward()
 
     def alone(fn: Any) -> float:
         t0 = time.perf_counter()
         fn()
         return time.perf_counter() - t0
 
+    n_forwards = 6
+    t_forward = alone(lambda: [forward() for _ in range(n_forwards)]) / n_forwards
+    n_masks = max(4, int(n_forwards * t_forward / max(one_mask, 1e-6)))  # as much mask work as forward work
     print()
     rows_out = []
     for _ in range(3):
-        tm, tf = alone(masks), alone(forwards)
+        ms = fresh(n_masks)
+
+        def masks(ms: list[Any] = ms) -> None:
+            for m in ms:
+                m.unsafe_compute_mask_ptr(words[1].ctypes.data, words[1].nbytes)
+
+        def forwards() -> None:
+            for _ in range(n_forwards):
+                forward()
+
+        tm = alone(masks)
+        ms[:] = fresh(n_masks)
+        tf = alone(forwards)
+        ms[:] = fresh(n_masks)
         worker = threading.Thread(target=masks)
         t0 = time.perf_counter()
         worker.start()
         forwards()
         worker.join()
         both = time.perf_counter() - t0
-        hidden = (tm + tf - both) / min(tm, tf)
-        rows_out.append((tm, tf, both, hidden))
+        rows_out.append((tm, tf, both, (tm + tf - both) / min(tm, tf)))
     print("| masks alone ms | forwards alone ms | both, two threads, ms | share of the shorter one hidden |\n"
           "|---|---|---|---|")
     for tm, tf, both, hidden in rows_out:
         print(f"| {tm * 1e3:.1f} | {tf * 1e3:.1f} | {both * 1e3:.1f} | {hidden:.0%} |")
-    print(f"\n{len(matchers)} masks of schema c at vocab {len(tok)} (fresh matcher copies, so nothing is "
-          f"cached) and 6 one-token forward passes; torch threads {torch.get_num_threads()}; {load()}.\n")
+    print(f"\nmasks: {n_masks} slow masks (one first mask each, {one_mask * 1e3:.2f} ms apiece) at vocab "
+          f"{len(tok)}; forwards: {n_forwards} one-token passes of the ~100M model; torch threads "
+          f"{torch.get_num_threads()}; {os.cpu_count()} CPUs; {load()}.\n")
 
 
 # ---- decode steps ----------------------------------------------------------------------------------------

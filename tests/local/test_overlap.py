@@ -20,7 +20,7 @@ from toolguard.local._vocab import words_for  # noqa: E402
 pytestmark = pytest.mark.local
 
 
-def _generate(model: Any, tok: Any, tools: Any, choice: str, *, overlap: bool, seed: int,
+def _generate(model: Any, tok: Any, tools: Any, choice: str, *, overlap: bool | None, seed: int,
               batch: int = 6) -> tuple[list[list[int]], ToolCallLogitsProcessor]:
     proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=overlap, max_string_length=8)
     ids = tok.apply_chat_template([{"role": "user", "content": "go"}], tools=tools,
@@ -106,3 +106,11 @@ def test_calling_the_criterion_twice_prepares_the_step_once(bpe_tokenizer: Any, 
                               stopping_criteria=criteria, do_sample=True, temperature=1.0, top_k=0,
                               max_new_tokens=60, pad_token_id=bpe_tokenizer.pad_token_id)
     assert out[:, len(ids):].tolist() == plain
+
+
+def test_by_default_a_cpu_model_decodes_without_the_worker(bpe_tokenizer: Any, tiny_llama: Any) -> None:
+    """On a CPU model the forward pass keeps the cores busy; measured, the worker only takes turns with it
+    (benchmarks/grammar.py, gil section). The default (overlap=None) therefore hands nothing over on CPU."""
+    default, proc = _generate(tiny_llama, bpe_tokenizer, NESTED, "required", overlap=None, seed=5)
+    plain, _ = _generate(tiny_llama, bpe_tokenizer, NESTED, "required", overlap=False, seed=5)
+    assert default == plain and proc.stats.ahead == 0

@@ -96,8 +96,9 @@ class LocalGenerator:
     ``ToolCallLogitsProcessor``, and so is ``unenforced`` (with ``"check"``, calls breaking a keyword the
     grammar could not enforce are listed under ``toolguard.invalid``). ``end_token_ids`` defaults to every eos
     id the tokenizer, the model config and its generation config declare. ``runaway`` builds the per-request
-    ``RunawayDetector`` (None disables it). ``overlap`` computes each step's mask on a worker thread while
-    the model runs its forward pass (``_overlap``).
+    ``RunawayDetector`` (None disables it). ``overlap`` computes each step's engine mask on a worker thread
+    while the model runs its forward pass (``_overlap``; None, the default: when the model is on an
+    accelerator).
     """
 
     def __init__(
@@ -115,7 +116,7 @@ class LocalGenerator:
         runaway: Callable[[], RunawayDetector] | None = RunawayDetector,
         model_name: str | None = None,
         unenforced: Unenforced = "error",
-        overlap: bool = DEFAULT_OVERLAP,
+        overlap: bool | None = DEFAULT_OVERLAP,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -248,7 +249,8 @@ class LocalGenerator:
         cache_arg = _cache_argument(self.model)
         past = None
         # the next step's mask is computed on a worker while the model runs its forward pass (``_overlap``)
-        ahead = self._ahead if self.overlap else None
+        on_cpu = getattr(device, "type", "cpu") == "cpu"
+        ahead = self._ahead if self.overlap or (self.overlap is None and not on_cpu) else None
         upcoming = None
         try:
             while True:

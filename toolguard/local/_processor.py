@@ -1,9 +1,17 @@
 """``ToolCallLogitsProcessor``: grammar-constrained tool calls inside ``model.generate()``.
 
-The processor owns one ``TurnState`` per row of the batch. On each call it first feeds every row the token
-``generate()`` appended since the previous call, then masks that row's logits (``_mask.apply_mask``). A new
-``generate()`` call (the sequence length did not grow by one) starts fresh states. Rows that ended (an
-end-of-turn token) are left alone, so ``generate()`` can pad them.
+The processor owns one ``TurnState`` per row of the batch. A step has a grammar half and an apply half:
+feed every row the token ``generate()`` appended since the previous step, compute every row's mask (the rows
+inside a call in one ``Engine.fill_batch`` call: llguidance's executor, on its threads, without the GIL), then
+apply the masks to the logits (``_mask.MaskApplier``, cached plans). A new ``generate()`` call (the sequence
+length did not grow by one) starts fresh states; rows that ended (an end-of-turn token) are left alone, so
+``generate()`` can pad them.
+
+With ``overlap`` (by default when the model runs on an accelerator) and ``stopping_criteria()`` passed to
+``generate()``, the grammar half of step t+1 starts in
+the stopping criterion of step t (which ``generate()`` calls once the sampled token is appended and before the
+next forward pass): tokens are fed there and the engine's bitmasks are computed on a worker thread while the
+model runs the forward pass (``_overlap``), so ``__call__`` only waits (usually not at all) and applies.
 
 Jump-forward needs to append several tokens per model pass, which ``generate()`` cannot do: there, forced
 tokens appear as single-token masks (counted in ``stats.forced``). ``LocalGenerator`` runs its own decoding
@@ -51,9 +59,12 @@ DEFAULT_ENGINE = "llguidance"
 #: it from the grammar and validate each finished call against the full schema afterwards (LocalGenerator
 #: reports failures under ``toolguard.invalid``); for schemas such as ``uniqueItems`` arrays.
 Unenforced = Literal["error", "check"]
-#: Run the grammar's work for step t+1 beside the forward pass of step t+1 (see ``_overlap``). Chosen by
-#: measurement (benchmarks/grammar.py, overlap section).
-DEFAULT_OVERLAP = True
+#: Compute step t+1's engine bitmasks on a worker beside the forward pass of step t+1 (see ``_overlap``):
+#: ``None`` = when the model runs on an accelerator (the forward pass leaves the CPU cores idle). On a CPU
+#: model torch's forward keeps every core busy: measured on 2 shared cores, llguidance's masks and the forward
+#: pass each release the GIL, yet together take as long as one after the other, and the handoff adds to the
+#: step (benchmarks/grammar.py, sections ``gil`` and ``decode``). True/False force it.
+DEFAULT_OVERLAP: bool | None = None
 #: The separators hermes/Qwen chat templates render (``tojson``); no other whitespace is allowed.
 DEFAULT_SEPARATORS = (", ", ": ")
 
@@ -326,7 +337,7 @@ class ToolCallLogitsProcessor:
         separators: tuple[str, str] = DEFAULT_SEPARATORS,
         compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT,
         unenforced: Unenforced = "error",
-        overlap: bool = DEFAULT_OVERLAP,
+        overlap: bool | None = DEFAULT_OVERLAP,
     ) -> None:
         ends = tuple(end_token_ids) if end_token_ids else _end_ids(tokenizer, generation_config)
         self.grammar = build_turn_grammar(
@@ -447,7 +458,7 @@ class ToolCallLogitsProcessor:
                 import torch
 
                 last = _last_tokens(input_ids)
-                if proc.overlap:
+                if proc.overlap or (proc.overlap is None and input_ids.device.type != "cpu"):
                     proc._step_ahead(last, *input_ids.shape)
                 return torch.tensor([t in ends for t in last], dtype=torch.bool, device=input_ids.device)
 
