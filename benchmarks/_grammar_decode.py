@@ -429,18 +429,18 @@ def _run_arm(model: Any, prompt: Any, new_tokens: int, seed: int, proc: Any, arm
 
 def decode_steps(models: dict[str, tuple[Any, Any, Any]], tools: list[dict[str, Any]], batches: list[int],
                  steps: dict[int, int], rounds: int) -> None:
-    print("| model | vocab | batch | turn | unguarded step ms (wall / CPU) | guarded, overlap off: step ms, "
-          "ratio; guard µs/step | guarded, overlap on: step ms, ratio; guard µs/step on the critical path | "
-          "rows that opened a call |\n|---|---|---|---|---|---|---|---|")
+    print("| model | vocab | batch | turn | unguarded step ms (wall / CPU) | unguarded again (A/A) | "
+          "guarded, overlap off: step ms, ratio; guard µs/step | guarded, overlap on: step ms, ratio; guard "
+          "µs/step on the critical path | rows that opened a call |\n|---|---|---|---|---|---|---|---|---|")
     for label, (model, tok, prompt_ids) in models.items():
         for b in batches:
             prompt = prompt_ids.repeat(b, 1)
             for turn, choice in (("free text (auto)", "auto"), ("calls (required)", "required")):
-                arms = {"off": _Arm(), "guard": _Arm(), "overlap": _Arm()}
+                arms = {"off": _Arm(), "again": _Arm(), "guard": _Arm(), "overlap": _Arm()}
                 for r in range(rounds):
                     for name, arm in arms.items():
                         proc = None
-                        if name != "off":
+                        if name in ("guard", "overlap"):
                             proc = ToolCallLogitsProcessor(tok, tools, choice, overlap=name == "overlap",
                                                            max_string_length=12)
                             if name == "guard":  # no overlap: count this thread's CPU only
@@ -448,7 +448,9 @@ def decode_steps(models: dict[str, tuple[Any, Any, Any]], tools: list[dict[str, 
                         _run_arm(model, prompt, steps[b], 1000 * r + b, proc, arm)
                 off = arms["off"]
                 base, base_cpu = statistics.median(off.wall), statistics.median(off.cpu)
-                cells = [f"{base * 1e3:.2f} / {base_cpu * 1e3:.2f}"]
+                again = statistics.median(arms["again"].wall)
+                cells = [f"{base * 1e3:.2f} / {base_cpu * 1e3:.2f}",
+                         f"{again * 1e3:.2f}, {again / base:.3f}×"]
                 for name in ("guard", "overlap"):
                     arm = arms[name]
                     m = statistics.median(arm.wall)
@@ -459,7 +461,8 @@ def decode_steps(models: dict[str, tuple[Any, Any, Any]], tools: list[dict[str, 
                 print(f"| {label} | {len(tok)} | {b} | {turn} | " + " | ".join(cells) +
                       f" | {opened}/{b * rounds} |", flush=True)
     print(f"\ncells: medians per decode step of `generate()` (sampling at temperature 1; {rounds} rounds, "
-          "arms alternating); wall ratios are against the unguarded arm of the same run. guard µs/step: "
+          "arms alternating); wall ratios are against the unguarded arm of the same run (the A/A arm, "
+          "unguarded again, shows how far noise alone moves them). guard µs/step: "
           "overlap off, CPU time of generate()'s thread in the processor and its stopping criterion; "
           "overlap on, their wall time on generate()'s thread (waiting for the worker included); the ratio "
           "in brackets is 1 + that / the unguarded step's CPU time. Guarded = `ToolCallLogitsProcessor` + "
