@@ -140,3 +140,35 @@ def test_suite_semantics_engine() -> None:
         if got is not valid:
             wrong.append((why, pattern, string, got))
     assert not wrong
+
+
+# ---- where the translation is used ------------------------------------------------------------------------
+def test_a_pattern_the_regex_package_parses_keeps_its_reading() -> None:
+    """Python's reading, shared with jsonschema (the fuzz oracle), is kept wherever it exists."""
+    from toolguard._regex import compile_pattern, engine_pattern
+
+    for p in (r"^\d+$", r"[\w-\.]", r"a{,3}", r"^.{2,5}$"):
+        assert compile_pattern(p).pattern == p and engine_pattern(p) == p
+    assert compile_pattern(r"^\d+$").search("١٢")  # Unicode digits, as jsonschema reads it
+
+
+def test_a_pattern_only_ecma_parses_is_translated_for_validator_and_engine_alike() -> None:
+    from toolguard._regex import compile_pattern, engine_pattern
+
+    for p, good, bad in ((r"^a[^]b$", "a\nb", "ab"), (r"^\cJ$", "\n", "cJ"), (r"^\e$", "e", "\\e")):
+        compiled = compile_pattern(p)
+        assert compiled.search(good) and not compiled.search(bad), p
+        assert engine_pattern(p) == translate(p, "engine") != p
+
+
+def test_the_metaschema_check_accepts_ecma_patterns_and_refuses_broken_ones() -> None:
+    from toolguard import SchemaError, ToolSet
+
+    def tools(pattern: str) -> list[dict[str, Any]]:
+        params = {"type": "object", "properties": {"e": {"type": "string", "pattern": pattern}}}
+        return [{"type": "function", "function": {"name": "f", "parameters": params}}]
+
+    ToolSet.from_openai(tools(r"^[\w-\.]+@([\w-]+\.)+[\w-]{2,4}$"))  # ACEBench's (re: "bad character range")
+    ToolSet.from_openai(tools(r"^a[^]b$"))
+    with pytest.raises(SchemaError, match="is not a 'regex'"):
+        ToolSet.from_openai(tools("^(abc]"))

@@ -24,17 +24,22 @@ that only the non-``u`` grammar allows are accepted too, since real schemas use 
 Both targets rewrite the Annex B forms: a ``{`` that does not start a quantifier is a literal, ``\\cX`` is a
 control character, ``\\0`` is NUL, an identity escape of a letter (``\\e``) is the letter, ``[^]`` is any
 character and ``[]`` none, a ``-`` next to a class escape is a literal, and ``[``, ``&``, ``~`` inside a class
-are literals (Python and Rust read some doubled ones as set operations). ``ecma_error(pattern)`` is the
-reason a pattern is not a valid ECMA-262 pattern (translated, then compiled with ``regex``), or None.
+are literals (Python and Rust read some doubled ones as set operations).
+
+Where the translation is used: a pattern the ``regex`` package parses as written keeps that reading
+everywhere (the validator, the grammar engine, and every other Python validator such as jsonschema agree on
+it); only a pattern it cannot parse is translated, for the validator (``compile_pattern``) and the grammar
+engine (``engine_pattern``) alike, so the two never read one pattern differently. ``ecma_error`` is the
+metaschema's ``regex`` format check on those terms.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["Target", "ecma_error", "translate"]
+__all__ = ["Target", "compile_pattern", "ecma_error", "engine_pattern", "translate"]
 
 Target = Literal["python", "engine"]
 
@@ -207,13 +212,42 @@ def _escape(p: str, i: int, in_class: bool, py: bool) -> tuple[str, int, bool]:
     return "\\" + e, j, False  # punctuation, a backreference (engines refuse those), \b in a class...
 
 
-def ecma_error(pattern: str) -> str | None:
-    """Why ``pattern`` is not a valid ECMA-262 pattern as far as the ``regex`` package can tell (None if it
-    is): it is translated first, so Annex B forms pass."""
+def compile_pattern(pattern: str) -> Any:
+    """``pattern`` compiled with the ``regex`` package: as written when it parses (Python's reading, which
+    every other Python validator shares), else its ECMA-262 translation (``[^]``, ``\\cJ``, ``\\e``,
+    ``\\k<name>``, ``\\u{...}``: forms only ECMA-262 reads). Raises ``regex.error`` (the original's) when
+    neither parses."""
     import regex
 
     try:
-        regex.compile(translate(pattern, "python"))
+        return regex.compile(pattern)
+    except regex.error as first:
+        try:
+            return regex.compile(translate(pattern, "python"))
+        except regex.error:
+            raise first from None
+
+
+def engine_pattern(pattern: str) -> str:
+    """The pattern a grammar engine gets: as written when the ``regex`` package parses it (the validator then
+    reads it the same way), else its ECMA-262 translation (as ``compile_pattern``), so that the grammar and
+    the validator always read a pattern alike."""
+    import regex
+
+    try:
+        regex.compile(pattern)
+    except regex.error:
+        return translate(pattern, "engine")
+    return pattern
+
+
+def ecma_error(pattern: str) -> str | None:
+    """Why ``pattern`` is not a valid pattern (None if it is): neither it nor its ECMA-262 translation parses
+    (so Annex B forms such as ``[\\w-\\.]`` pass, which Python's ``re`` rejects)."""
+    import regex
+
+    try:
+        compile_pattern(pattern)
     except regex.error as exc:
         return str(exc)
     return None

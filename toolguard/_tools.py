@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
 from ._exceptions import SchemaError, ToolError
+from ._regex import ecma_error
 from ._schema import detect_draft, normalize_schema
 
 __all__ = ["Tool", "ToolCall", "ToolSet", "tool"]
@@ -128,7 +129,7 @@ def _check_schema(schema: Any, tool: str) -> None:
     draft = detect_draft(schema)
     cls = validator_for(schema, default=validator_for({"$schema": _DRAFT_URI[draft]}))
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=_format_checker(cls))
     except JSONSchemaError as exc:
         path = "".join(f"/{p}" for p in exc.absolute_path)
         raise SchemaError(f"invalid {draft} schema: {exc.message}", path=path, tool=tool) from exc
@@ -141,6 +142,28 @@ def _check_schema(schema: Any, tool: str) -> None:
             path="/type",
             tool=tool,
         )
+
+
+_FORMAT_CHECKERS: dict[Any, Any] = {}
+
+
+def _format_checker(cls: Any) -> Any:
+    """The metaschema's format checker with ``regex`` read as JSON Schema says: an ECMA-262 pattern
+    (jsonschema's own check uses Python's ``re``, which rejects Annex B forms such as ``[\\w-\\.]``)."""
+    checker = _FORMAT_CHECKERS.get(cls)
+    if checker is None:
+        from jsonschema import FormatChecker
+
+        checker = FormatChecker(formats=())
+        checker.checkers = {**cls.FORMAT_CHECKER.checkers, "regex": (_is_ecma_regex, ValueError)}
+        _FORMAT_CHECKERS[cls] = checker
+    return checker
+
+
+def _is_ecma_regex(instance: object) -> bool:
+    if isinstance(instance, str) and (why := ecma_error(instance)) is not None:
+        raise ValueError(why)
+    return True
 
 
 _DRAFT_URI = {

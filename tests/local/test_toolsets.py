@@ -2,9 +2,7 @@
 schemas/tools): the grammar compiles all but at most 1% of them, refuses only with a reason a user can act
 on, leaves out only tools no arguments can satisfy (naming why), and what a model writes under it validates.
 
-``ToolSet`` refusals are counted apart: BFCL's Java/JavaScript type names (``String``, ``HashMap``) are
-mapped by ``_schema`` (issue 15, item 3), and the remaining ones are listed in ``TOOLSET_REFUSALS`` with their
-cause."""
+``ToolSet`` refusals are counted apart: the one left is listed in ``TOOLSET_REFUSALS`` with its cause."""
 
 from __future__ import annotations
 
@@ -27,14 +25,9 @@ from toolguard.local._processor import build_turn_grammar  # noqa: E402
 pytestmark = pytest.mark.local
 
 SETS = real_toolsets()
-#: ToolSet refusals outside the type-name class, and why (both are ``_tools``/``_schema`` matters):
-TOOLSET_REFUSALS = {
-    # '[\w-\.]': ECMA-262 reads the '-' after a class escape as a literal; Python's re (jsonschema's "regex"
-    # format check) calls it a bad range. The regex package and llguidance accept it.
-    "special_error_param_15", "special_error_param_46",
-    # "exclusiveMinimum": true (draft-04 form) in a schema without $schema, read as 2020-12
-    "PDF Reader MCP Server/pdf-reader-mcp",
-}
+#: The ToolSet refusal left, and why (a ``_tools``/``_schema`` matter): "exclusiveMinimum": true (the draft-04
+#: form) in a schema without $schema, which is read as 2020-12, where it must be a number.
+TOOLSET_REFUSALS = {"PDF Reader MCP Server/pdf-reader-mcp"}
 
 
 def _build(s: RealToolSet, tok: Any) -> tuple[Any, BaseException | None]:
@@ -58,26 +51,22 @@ def test_the_corpus_is_large_and_real() -> None:
 
 
 def test_grammar_refuses_at_most_one_percent(bpe_tokenizer: Any) -> None:
-    grammar_refused, toolset_refused, typename, uncallable = [], [], [], []
+    grammar_refused, toolset_refused, uncallable = [], [], []
     for s in SETS:
         grammar, exc = _build(s, bpe_tokenizer)
-        if isinstance(exc, SchemaError) and grammar is None and s.bfcl_language and "type name" in str(exc):
-            typename.append(s.id)
-        elif isinstance(exc, SchemaError) and s.id in TOOLSET_REFUSALS:
+        if isinstance(exc, SchemaError) and s.id in TOOLSET_REFUSALS:
             toolset_refused.append(s.id)
         elif exc is not None:
             grammar_refused.append((s.id, str(exc)))
         elif grammar.uncallable:
             uncallable.append((s.id, grammar.uncallable))
-    compiled = len(SETS) - len(typename) - len(toolset_refused)
+    compiled = len(SETS) - len(toolset_refused)
     assert len(grammar_refused) <= 0.01 * compiled, grammar_refused
     # the one left: uniqueItems over e-mail addresses, which no engine enforces (unenforced="check" takes it)
     why = ("tool 'create_event': keyword 'uniqueItems' cannot be enforced by the llguidance grammar engine "
            "at /properties/attendees/uniqueItems")
     assert grammar_refused == [("calendar", why)]
-    assert sorted(toolset_refused) == sorted(TOOLSET_REFUSALS)
-    # until BFCL's language type names are mapped, only the Java/JavaScript sets are refused for them
-    assert all(s.bfcl_language for s in SETS if s.id in typename)
+    assert sorted(toolset_refused) == sorted(TOOLSET_REFUSALS)  # BFCL's Java/JavaScript type names all map
     for _, tools in uncallable:
         for why in tools.values():
             assert why.startswith("/") and "(required by" in why, why  # a JSON pointer and what is wrong
@@ -124,6 +113,26 @@ def test_a_required_name_missing_from_properties_is_still_callable(bpe_tokenizer
     assert st.finished
 
 
+def test_an_annex_b_pattern_python_re_rejects_is_accepted(bpe_tokenizer: Any) -> None:
+    """ACEBench's e-mail pattern ``[\\w-\\.]``: valid ECMA-262 (Annex B: the "-" after a class escape is a
+    literal), a "bad character range" to Python's re. The grammar and the validator read it alike."""
+    from toolguard import StreamValidator
+
+    s = _one("acebench", "special_error_param_15")
+    tools = s.toolset()
+    grammar = build_turn_grammar(bpe_tokenizer, tools, "Check_Data_Exposure")
+    schema = tools["Check_Data_Exposure"].parameters
+    for email, ok in (("a-b.c@mail-x.org", True), ("a b@x.org", False)):
+        v = StreamValidator(schema)
+        v.feed(json.dumps({"email_address": email}))
+        assert (v.close().state == "complete") is ok
+        st = grammar.new_state()
+        args = json.dumps({"email_address": email})
+        text = '<tool_call>\n{"name": "Check_Data_Exposure", "arguments": ' + args
+        accepted = all(st.advance(t) for t in bpe_tokenizer.encode(text, add_special_tokens=False))
+        assert accepted is ok, email
+
+
 def test_not_empty_schema_in_anyof_is_dropped_not_refused(bpe_tokenizer: Any) -> None:
     """zod's optional fields come out as {"not": {}} branches (mcp-server-chart): a branch nothing matches."""
     s = _one("mcp", "MCP Server Chart/mcp-server-chart")
@@ -137,7 +146,7 @@ def test_not_empty_schema_in_anyof_is_dropped_not_refused(bpe_tokenizer: Any) ->
 def sample() -> list[RealToolSet]:
     """A seeded sample of corpus sets with at most four tools (a random model finishes their calls)."""
     rng = random.Random(15)
-    small = [s for s in SETS if len(s.tools) <= 4 and not s.bfcl_language and s.id not in TOOLSET_REFUSALS]
+    small = [s for s in SETS if len(s.tools) <= 4 and s.id not in TOOLSET_REFUSALS]
     return rng.sample(small, 12)
 
 

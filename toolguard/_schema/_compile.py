@@ -24,6 +24,7 @@ from typing import Any
 import regex
 
 from .._exceptions import SchemaError, SchemaLimitExceeded
+from .._regex import compile_pattern
 from ._choices import choice_record, finish_choice_node, holds_for
 from ._keywords import DRAFT_ORDER, check_keywords
 from ._limits import DEFAULT_LIMITS, ValidationLimits
@@ -254,7 +255,7 @@ class _Compiler:
                 path=path,
             )
         try:
-            return regex.compile(pattern)
+            return compile_pattern(pattern)  # as written, or its ECMA-262 translation where only that parses
         except regex.error as exc:
             raise SchemaError(f"invalid regular expression {pattern!r}: {exc}", path=path) from exc
 

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from .._exceptions import RemoteRefRefused, SchemaError, UnsupportedKeyword
+from .._regex import engine_pattern
 
 __all__ = ["ENGINE_FORMATS", "ENGINE_KEYWORDS", "STANDARD_FORMATS", "EngineName", "prepare_schema"]
 
@@ -150,6 +151,7 @@ class _Walker:
         for key in _ANNOTATIONS & node.keys():
             del node[key]
         _drop_never(node)
+        _engine_patterns(node)
         if "uniqueItems" in node:
             # xgrammar writes array enum values with its own separators, not the grammar's: left refused
             _unique_items(node, arrays_as_enum=self.engine != "xgrammar")
@@ -390,6 +392,17 @@ def _drop_never(node: dict[str, Any]) -> None:
             for name, child in sub.items():
                 if child is not False and _never(child):
                     sub[name] = False
+
+
+def _engine_patterns(node: dict[str, Any]) -> None:
+    """A pattern only ECMA-262 parses (``[^]``, ``\\cJ``...) reaches the engine translated, as it reaches the
+    validator (``toolguard._regex``); every other pattern as written."""
+    pattern = node.get("pattern")
+    if isinstance(pattern, str):
+        node["pattern"] = engine_pattern(pattern)
+    props = node.get("patternProperties")
+    if isinstance(props, dict):
+        node["patternProperties"] = {engine_pattern(k): v for k, v in props.items()}
 
 
 def _may_be_string(node: Mapping[str, Any]) -> bool:
