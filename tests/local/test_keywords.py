@@ -284,3 +284,16 @@ def test_never_schemas_are_written_as_false(bpe_tokenizer: Any, engine: str) -> 
     for good in (3, None):
         assert grammar_accepts(bpe_tokenizer, engine, schema, good), (engine, good)
     assert not grammar_accepts(bpe_tokenizer, engine, schema, "x")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_enum_values_the_type_rules_out_are_dropped(bpe_tokenizer: Any, engine: str) -> None:
+    """xgrammar let ``false`` through ``{"type": "string", "enum": [null, false, "abc"]}`` (a fuzz finding,
+    tests/regressions/data): values no instance of the type can equal are removed before any engine sees
+    them; 1.0 stays under ``integer`` (JSON Schema counts it as one)."""
+    schema = {"type": "string", "enum": [None, False, "abc", "abcc"]}
+    assert prepare_schema(schema, engine=engine)["enum"] == ["abc", "abcc"]
+    assert grammar_accepts(bpe_tokenizer, engine, schema, "abc")
+    for bad in (False, None, "x"):
+        assert not grammar_accepts(bpe_tokenizer, engine, schema, bad), (engine, bad)
+    assert prepare_schema({"type": "integer", "enum": [1.0, 1.5, "1"]}, engine=engine)["enum"] == [1.0]

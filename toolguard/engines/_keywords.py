@@ -150,6 +150,7 @@ class _Walker:
         self._rewrite_drafts(node)
         for key in _ANNOTATIONS & node.keys():
             del node[key]
+        _narrow_enum(node)
         _drop_never(node)
         _engine_patterns(node)
         if "uniqueItems" in node:
@@ -392,6 +393,28 @@ def _drop_never(node: dict[str, Any]) -> None:
             for name, child in sub.items():
                 if child is not False and _never(child):
                     sub[name] = False
+
+
+def _narrow_enum(node: dict[str, Any]) -> None:
+    """Drop ``enum`` values the node's ``type`` rules out (none of them can validate): xgrammar let
+    ``false`` through ``{"type": "string", "enum": [false, "abc"]}`` (a fuzz finding); an empty result
+    leaves a never-schema, which ``explain_unsatisfiable`` names."""
+    values, types = node.get("enum"), node.get("type")
+    if not isinstance(values, list) or not values:
+        return
+    allowed = {types} if isinstance(types, str) else set(types) if isinstance(types, list) else None
+    if allowed is None:
+        return
+    kept = [v for v in values if _type_allows(allowed, v)]
+    if len(kept) < len(values):
+        node["enum"] = kept
+
+
+def _type_allows(types: set[Any], value: Any) -> bool:
+    kind = _json_type(value)
+    if kind in types or (kind == "integer" and "number" in types):
+        return True
+    return kind == "number" and "integer" in types and float(value).is_integer()  # 1.0 is an integer
 
 
 def _engine_patterns(node: dict[str, Any]) -> None:
