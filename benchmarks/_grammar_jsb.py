@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from toolguard import GrammarCompileTimeout, ToolguardError
+from toolguard.engines._keywords import prepare_schema
 from toolguard.local import _compile as compile_mod
 from toolguard.local._engines import ENGINES, spec_for
-from toolguard.engines._keywords import prepare_schema
 from toolguard.local._turn import FORMATS, TurnGrammar
 from toolguard.local._vocab import Vocab, end_token_ids
 

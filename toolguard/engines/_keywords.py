@@ -152,7 +152,11 @@ class _Walker:
             del node[key]
         _narrow_enum(node)
         _drop_never(node)
-        _engine_patterns(node)
+        if self.engine == "llguidance":
+            _engine_patterns(node)
+        elif isinstance(node.get("pattern"), str) and engine_pattern(node["pattern"]) != node["pattern"]:
+            # only ECMA-262 parses it; the translation is written in the regex syntax llguidance reads
+            self._unsupported(node, "pattern", path, f"{self.engine} cannot read this ECMA-262 pattern")
         if "uniqueItems" in node:
             # xgrammar writes array enum values with its own separators, not the grammar's: left refused
             _unique_items(node, arrays_as_enum=self.engine != "xgrammar")
