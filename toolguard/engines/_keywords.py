@@ -19,9 +19,10 @@ schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema
 3. optionally caps free strings (``max_string_length``) and closes objects that list ``properties``
    (``additionalProperties: false``), both of which only restrict generation.
 
-Annotations (``title``, ``description``, ``default``, ``examples``...) are removed (no engine reads them,
-and they are most of a real tool schema's text); unknown keywords (vendor extensions, which JSON Schema
-itself ignores) pass through untouched. The input is never mutated.
+Annotations (``title``, ``description``, ``default``, ``examples``...) pass through, or are removed with
+``strip_annotations`` (no engine reads them, and they are most of a real tool schema's text); unknown
+keywords (vendor extensions, which JSON Schema itself ignores) pass through untouched. The input is never
+mutated.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def prepare_schema(
     close_objects: bool = False,
     unenforced: list[str] | None = None,
     also_unsupported: frozenset[str] = frozenset(),
+    strip_annotations: bool = False,
 ) -> Any:
     """Scan ``schema`` for ``engine`` and return a prepared copy (see the module docstring).
 
@@ -118,13 +120,15 @@ def prepare_schema(
     With ``unenforced`` (a list), keywords the engine cannot enforce are removed from the copy instead, and
     their JSON pointers appended to the list: the caller must then validate the output itself.
     ``also_unsupported`` names keywords to treat as unenforced for this engine on top of its table (a
-    caller that knows a keyword is enforced badly in its setting).
+    caller that knows a keyword is enforced badly in its setting). ``strip_annotations`` removes
+    ``description``, ``title``, ``default``... (no engine reads them; a local compile is 15-30% faster).
     """
     if engine not in ENGINE_KEYWORDS:
         raise ValueError(f"unknown engine {engine!r}; choose one of {sorted(ENGINE_KEYWORDS)}")
     out = copy.deepcopy(schema)
     walker = _Walker(engine, tool, max_string_length, close_objects, out, unenforced)
     walker.allowed = walker.allowed - also_unsupported
+    walker.strip = strip_annotations
     walker.walk(out, "", in_all_of=False)
     return out
 
@@ -140,6 +144,7 @@ class _Walker:
         self.root = root
         self.allowed = ENGINE_KEYWORDS[engine]
         self.formats = ENGINE_FORMATS[engine]
+        self.strip = False
 
     def refuse(self, keyword: str, path: str) -> UnsupportedKeyword:
         return UnsupportedKeyword(keyword, path=f"{path}/{_esc(keyword)}", tool=self.tool, engine=self.engine)
@@ -148,8 +153,9 @@ class _Walker:
         if not isinstance(node, dict):
             return
         self._rewrite_drafts(node)
-        for key in _ANNOTATIONS & node.keys():
-            del node[key]
+        if self.strip:
+            for key in _ANNOTATIONS & node.keys():
+                del node[key]
         _narrow_enum(node)
         _drop_never(node)
         if self.engine == "llguidance":

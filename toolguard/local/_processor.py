@@ -249,7 +249,8 @@ def _build_turn_grammar(
             lost: list[str] | None = [] if unenforced == "check" else None
             prepared.append((name, prepare_schema(tools[name].parameters, engine=engine, tool=name,
                                                   max_string_length=max_string_length,
-                                                  close_objects=close_objects, unenforced=lost)))
+                                                  close_objects=close_objects, unenforced=lost,
+                                                  strip_annotations=True)))
             if lost:
                 dropped[name] = lost
         opts = dict(separators=separators, close_objects=close_objects, lenient=unenforced == "check")
