@@ -21,6 +21,12 @@ into actions (``local/`` masks logits and stops, ``sdk/`` closes the upstream st
   into the content (``<tool_call>{...``, ``[TOOL_CALLS]``, a bare ``{"name": "known_tool", ...`` object)
   is ``"call_in_content"``; with ``tool_choice`` ``"required"`` or a named tool, ending without a call is
   ``"missing_call"``.
+- **Repair** (``repair=True``; the re-ask flow turns it on from ``Policy.repair_calls``): a call written into
+  the content is not failed at once. The text from its marker (or from the start, for a bare JSON call) is
+  handed to a ``toolguard.formats.StreamingParser`` in ``call_format`` (``"auto"`` detects it); the calls it
+  parses are checked like ``ToolCallDelta`` ones and become the message's tool calls (``repaired`` is True),
+  the prose before stays content and the text after is cut as fabricated. Only when nothing parses as a call
+  is the verdict ``"call_in_content"``; a call that parses but breaks its schema is ``"rejected"``.
 
 Verdicts are data, never exceptions. The first failing verdict is sticky: every later ``feed`` returns it
 unchanged and does no work. ``"fabricated"`` is sticky too but *usable*: the calls made before the text
@@ -131,6 +137,11 @@ class Guard:
         "_order",
         "_parsed_calls",
         "_parser",
+        "_parser_base",
+        "_repair",
+        "_repair_text",
+        "_repair_verdict",
+        "_repaired",
         "_required",
         "_scan",
         "_token_detector",
@@ -148,6 +159,8 @@ class Guard:
         detector: Callable[[], RunawayDetector] | None = None,
         limits: GuardLimits = DEFAULT_LIMITS,
         format: str | None = None,
+        repair: bool = False,
+        call_format: str | None = None,
     ) -> None:
         from ._stream import StreamValidator
 
@@ -173,7 +186,16 @@ class Guard:
         self._finish_reason: str | None = None
         self._verdict: GuardVerdict = OK
         self._parser: Any = None
+        self._parser_base = 0  # content length when the parser took over (repair starts mid-content)
         self._parsed_calls = 0
+        self._repair: str | None = None
+        if repair:
+            from ._repair import repair_format
+
+            self._repair = repair_format(call_format)
+        self._repair_verdict: GuardVerdict | None = None  # the call_in_content verdict a repair stands in for
+        self._repaired = False
+        self._repair_text: list[str] = []  # the text handed to the parser, given back if nothing parses
         if format is not None:
             from .formats import StreamingParser
 
@@ -205,6 +227,11 @@ class Guard:
         return self._finish_reason
 
     @property
+    def repaired(self) -> bool:
+        """Whether the tool calls were repaired from text written into the content (see ``repair``)."""
+        return self._repaired
+
+    @property
     def tool_calls(self) -> list[ToolCall]:
         """The calls seen so far, in order of their index, with the argument text received (maybe partial)."""
         return [
@@ -215,6 +242,8 @@ class Guard:
         """Whether the content so far may still turn out to be a call written into it (a bare JSON call
         being read at the start, or a marker's first characters at the end). Front doors that hold back
         what a retry would have to take back hold content while this is true. O(1)."""
+        if self._repair_verdict is not None:  # the content from the call's start on is the call's text
+            return self._verdict.kind == "ok"
         if self._order or self._verdict.kind != "ok":
             return False
         return self._scan.undecided()
@@ -247,6 +276,8 @@ class Guard:
         if verdict.kind != "ok":
             return self._on_finish(event.reason) if kind is Finish else verdict  # type: ignore[union-attr]
         if kind is ToolCallDelta:
+            if self._repair_verdict is not None:  # calls both in the text and in tool_calls: ask again
+                return self._fail(self._repair_verdict)
             return self._on_call(event)  # type: ignore[arg-type]
         if kind is ContentDelta:
             return self._on_content(event.text)  # type: ignore[union-attr]
@@ -262,7 +293,12 @@ class Guard:
         """Feed a whole (non-streamed) assistant message, a dict or an SDK object, then ``Finish``.
 
         Returns the final verdict."""
-        for event in message_events(message, finish_reason):
+        events = message_events(message, finish_reason)
+        if len(events) > 2 and type(events[0]) is ContentDelta and type(events[1]) is ToolCallDelta:
+            from ._repair import fabricated_split
+
+            events = fabricated_split(events)  # a fake result beside the calls goes after them: it is cut
+        for event in events:
             verdict = self.feed(event)
             if verdict.done:
                 return verdict
@@ -282,12 +318,18 @@ class Guard:
 
     # ------------------------------------------------------------------------------------------------ rules
     def _fail(self, verdict: GuardVerdict) -> GuardVerdict:
+        if self._repair_verdict is not None and not self._order and self._repair_text:
+            self._content.extend(self._repair_text)  # no call repaired: the text is the turn's content again
+            self._repair_text = []
         self._verdict = verdict
         return verdict
 
     def _on_content(self, text: str) -> GuardVerdict:
         if not text:
             return OK
+        if self._repair_verdict is not None:  # repairing: the rest of the content goes to the format parser
+            self._repair_text.append(text)
+            return self._on_parsed(self._parser.feed(text))
         if self._order:
             if not text.strip() and not self._fabricated:
                 return OK
@@ -298,6 +340,8 @@ class Guard:
         # A call written into the content: a marker anywhere, or a bare JSON call at the start.
         found = self._scan.scan(text, offset)
         if found is not None:
+            if self._repair is not None and self._parser is None:
+                return self._start_repair(found)
             return self._fail(found)
         detector = self._content_detector
         if detector is None:
@@ -315,6 +359,21 @@ class Guard:
                 )
             )
         return OK
+
+    def _start_repair(self, found: GuardVerdict) -> GuardVerdict:
+        """Hand the content from the call's start on to a format parser (see ``repair``)."""
+        from .formats import StreamingParser
+
+        at = found.offset if found.tool is None and found.offset is not None else 0
+        content = self.content
+        before = content[:at]
+        self._content = [before] if before else []
+        self._content_len = len(before)
+        self._parser = StreamingParser(self._repair)  # type: ignore[arg-type]
+        self._parser_base = len(before)
+        self._repair_verdict = found
+        self._repair_text.append(content[at:])
+        return self._on_parsed(self._parser.feed(content[at:]))
 
     def _on_fabricated(self, text: str) -> GuardVerdict:
         self._fabricated.append(text)
@@ -477,6 +536,7 @@ class Guard:
             elif isinstance(event, ToolCallCompleted):
                 call = event.call
                 self._parsed_calls += 1
+                self._repaired = self._repair_verdict is not None
                 verdict = self._on_call(
                     ToolCallDelta(event.index, call.id, call.name, call.arguments or "{}")
                 )
@@ -509,7 +569,7 @@ class Guard:
 
     def _finalize_parser(self, reason: str | None) -> GuardVerdict | None:
         parsed = self._parser.close()
-        fed = len(self.content)
+        fed = len(self.content) - self._parser_base
         if len(parsed.content) > fed:
             self._on_prose(parsed.content[fed:])
         for index, call in enumerate(parsed.tool_calls[self._parsed_calls :], start=self._parsed_calls):
@@ -531,6 +591,8 @@ class Guard:
                     text=parsed.truncated,
                 )
             )
+        if self._repair_verdict is not None and not self._order:  # nothing in the text parsed as a call
+            return self._fail(self._repair_verdict)
         return None
 
     def _on_finish(self, reason: str | None) -> GuardVerdict:
@@ -576,6 +638,12 @@ class Guard:
         if not self._order:
             found = self._scan.at_end(self.content)
             if found is not None:
+                if self._repair is not None and self._parser is None:
+                    verdict = self._start_repair(found)
+                    if verdict.kind == "ok":
+                        return self._finalize(reason)
+                    self._verdict = replace_done(verdict)
+                    return self._verdict
                 return self._fail(found)
             if self._required is not None:
                 return self._fail(GuardVerdict("missing_call", True, self._required, "finish"))

@@ -47,6 +47,10 @@ class Policy:
       ``"pass"`` releases every delta as soon as the Guard accepted it, and a retry then shows as a
       ``FlowEvent(kind="retry")`` (the caller must drop what it accumulated).
     - ``on_fabricated`` ["cut"]: text after a tool call is cut and reported (``"cut"``) or re-asked.
+    - ``repair_calls`` [True]: a call the server left in the message text (``<tool_call>{...}``,
+      ``[TOOL_CALLS]``, ``<|python_tag|>``, a bare JSON call naming an offered tool) is parsed in
+      ``call_format`` [``"auto"``: detected] and, when valid, delivered as a tool call on the first attempt
+      (``toolguard._repair``); ``False`` re-asks it as ``call_in_content``.
     - ``limits``: the Guard's caps (``GuardLimits``); ``detector``: the ``RunawayConfig`` of the Guard's
       detectors (``None``: the defaults).
     """
@@ -64,6 +68,8 @@ class Policy:
     backoff_max: float = 8.0
     backoff_jitter: float = 0.5
     max_retry_after: float = 60.0
+    repair_calls: bool = True
+    call_format: str = "auto"
     limits: GuardLimits = DEFAULT_GUARD_LIMITS
     detector: RunawayConfig | None = None
     runaway: RunawayPolicy = DEFAULT_RUNAWAY_POLICY
@@ -86,6 +92,9 @@ class Policy:
                 f"Policy.max_runaway_retries={self.max_runaway_retries} exceeds "
                 f"runaway.max_retries={self.runaway.max_retries}"
             )
+        from ._repair import repair_format
+
+        repair_format(self.call_format)
         if self.max_tokens_growth <= 1:
             raise ConfigError("Policy.max_tokens_growth must be greater than 1")
 

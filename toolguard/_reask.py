@@ -184,7 +184,16 @@ class RetryFlow:
             def factory() -> RunawayDetector:
                 return RunawayDetector(config=config)
 
-        return Guard(self.tools, tool_choice=self.tool_choice, detector=factory, limits=self.policy.limits)
+        policy = self.policy
+        return Guard(
+            self.tools,
+            tool_choice=self.tool_choice,
+            detector=factory,
+            limits=policy.limits,
+            # Streams repair once the release gate can hand a repaired call out as tool_calls deltas.
+            repair=policy.repair_calls and not self.body.get("stream"),
+            call_format=policy.call_format,
+        )
 
     def _emit(self, event: FlowEvent) -> None:
         self.events.append(event)

@@ -103,12 +103,36 @@ def test_reask_budget_spent_raises_tool_call_rejected_with_attempts() -> None:
     assert info.value.violation.kind == "rejected"
 
 
-def test_call_in_content_is_reasked_with_a_user_message() -> None:
+def test_call_in_content_is_reasked_with_a_user_message_when_repair_is_off() -> None:
     text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-    _, attempts, _ = drive(RetryFlow(BODY), [[ContentDelta(text), Finish("stop")], GOOD])
+    flow = RetryFlow(BODY, policy=Policy(repair_calls=False))
+    _, attempts, _ = drive(flow, [[ContentDelta(text), Finish("stop")], GOOD])
     added = attempts[1].body["messages"][1:]
     assert added[0]["role"] == "assistant" and "<tool_call>" in added[0]["content"]
     assert added[1]["role"] == "user" and "tool-calling interface" in added[1]["content"]
+
+
+def test_a_valid_call_written_as_text_is_repaired_on_the_first_attempt() -> None:
+    text = 'Checking. <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    result, attempts, _ = drive(RetryFlow(BODY), [[ContentDelta(text), Finish("stop")]])
+    assert len(attempts) == 1
+    assert result.guard.repaired and result.guard.verdict.kind == "ok"
+    assert result.guard.message()["content"] == "Checking. "
+    assert result.guard.message()["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
+
+
+def test_a_call_written_as_text_that_breaks_its_schema_is_reasked_as_a_call() -> None:
+    text = '<tool_call>{"name": "get_weather", "arguments": {"city": 7}}</tool_call>'
+    _, attempts, _ = drive(RetryFlow(BODY), [[ContentDelta(text), Finish("stop")], GOOD])
+    added = attempts[1].body["messages"][1:]
+    assert added[0]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert added[1]["role"] == "tool" and "city" in added[1]["content"]
+
+
+def test_streams_are_not_repaired_until_the_gate_releases_repaired_calls() -> None:
+    text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    _, attempts, _ = drive(RetryFlow({**BODY, "stream": True}), [[ContentDelta(text), Finish("stop")], GOOD])
+    assert attempts[0].guard.verdict.kind == "call_in_content" and len(attempts) == 2
 
 
 def test_runaway_retries_with_changed_sampling_never_identical() -> None:

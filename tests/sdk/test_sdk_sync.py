@@ -123,12 +123,45 @@ def test_truncation_retries_run_out_into_truncated_tool_call(
     assert info.value.violation.kind == "truncated"
 
 
+def test_a_valid_call_written_into_the_content_is_delivered_as_a_tool_call(
+    client: Any, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(h.call_in_content())
+    completion = toolguard.wrap(client).chat.completions.create(
+        model="m", messages=MESSAGES, tools=[WEATHER_TOOL]
+    )
+    assert isinstance(completion, ChatCompletion)
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls" and not choice.message.content
+    assert choice.message.tool_calls is not None and len(choice.message.tool_calls) == 1
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}
+    assert len(upstream.chat_requests) == 1, "a valid call costs no second generation"
+    report = guard_report(completion)
+    assert report is not None and report.verdict.kind == "ok"
+
+
+def test_a_fabricated_result_beside_the_calls_is_cut_from_a_completion(
+    client: Any, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(h.good(content=("On it.\n<tool_response>{\"temperature\": 21}</tool_response>",)))
+    completion = toolguard.wrap(client).chat.completions.create(
+        model="m", messages=MESSAGES, tools=[WEATHER_TOOL]
+    )
+    message = completion.choices[0].message
+    assert message.content == "On it.\n" and message.tool_calls and len(message.tool_calls) == 1
+    report = guard_report(completion)
+    assert report is not None and report.verdict.kind == "fabricated"
+    assert len(upstream.chat_requests) == 1
+
+
 @STREAM
-def test_a_call_written_into_the_content_is_reasked(
+def test_a_call_written_into_the_content_is_reasked_without_repair(
     client: Any, upstream: ScriptedUpstream, stream: bool
 ) -> None:
     upstream.script(h.call_in_content(), h.good())
-    content, calls, _ = ask(toolguard.wrap(client), stream=stream)
+    policy = toolguard.Policy(repair_calls=False)
+    content, calls, _ = ask(toolguard.wrap(client, policy=policy), stream=stream)
     assert calls[0]["arguments"] == h.GOOD_ARGS
     assert not content, "in hold mode the call written as text never reaches the caller"
     reask = upstream.chat_requests[1].body["messages"]

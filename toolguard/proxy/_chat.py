@@ -32,6 +32,7 @@ from ._chunks import sum_usage
 from ._exchange import Exchange, upstream_error_body, violation_body
 from ._limits import RequestLimits, check_chat_request, check_tools
 from ._relay import StreamRelay
+from ._repaired import repair_headers, request_policy
 from ._respond import send_error, send_json
 from ._upstream import Deadline
 
@@ -155,7 +156,8 @@ async def handle_chat(
         elif event.kind == "retry" and event.reason is not None:
             metrics.retry(event.reason)
 
-    flow = RetryFlow(body, policy=app.policy, tools=tools, on_event=on_event)
+    policy = request_policy(app.policy, app.config, body)
+    flow = RetryFlow(body, policy=policy, tools=tools, on_event=on_event)
     hint = (
         structured_output_hint(body, tools, style=app.config.hint_style)
         if app.config.structured_output_hints
@@ -236,9 +238,8 @@ async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
     out = {**obj, "choices": [choice]}
     if usage is not None:
         out["usage"] = usage
-    await send_json(
-        send, 200, out, headers=_toolguard_headers(len(result.attempts), result.guard.verdict.kind)
-    )
+    headers = _toolguard_headers(len(result.attempts), result.guard.verdict.kind)
+    await send_json(send, 200, out, headers=headers + repair_headers(app.metrics, result.guard))
 
 
 def _toolguard_headers(attempts: int, verdict: str) -> list[tuple[bytes, bytes]]:

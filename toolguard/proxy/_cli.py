@@ -52,7 +52,8 @@ def _option(key: str, prop: dict[str, Any]) -> Callable[[Any], Any]:
 def proxy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate ``fn`` with ``--config``, ``--print-config`` and one option per config key."""
     for key, prop in reversed(list(_PROPERTIES.items())):
-        fn = _option(key, prop)(fn)
+        if prop.get("type") != "object":  # mappings come from the file or the environment (JSON)
+            fn = _option(key, prop)(fn)
     fn = click.option(
         "--print-config",
         is_flag=True,

@@ -23,6 +23,7 @@ from .._exceptions import ConfigError
 from .._policy import DEFAULT_POLICY as _P
 from .._policy import Policy
 from .._reask import DEFAULT_UPSTREAM_RETRIES
+from ..formats import FORMATS
 from ._limits import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_MESSAGES,
@@ -118,6 +119,25 @@ _PROPERTIES: dict[str, Any] = {
         "default": _P.on_fabricated,
         "description": "Text after a tool call: cut it (the calls stand) or re-ask.",
     },
+    "repair_calls": {
+        "type": "boolean",
+        "default": _P.repair_calls,
+        "description": "A valid call the upstream left in the message text (<tool_call>{...}, [TOOL_CALLS],"
+        " <|python_tag|>, a bare JSON call naming an offered tool) is delivered as a tool call on the first"
+        " attempt; --no-repair-calls re-asks it instead.",
+    },
+    "call_format": {
+        "enum": list(FORMATS),
+        "default": _P.call_format,
+        "description": "The wire format of calls written as text (auto: detected from the marker).",
+    },
+    "call_formats": {
+        "type": "object",
+        "additionalProperties": {"enum": list(FORMATS)},
+        "default": {},
+        "description": "Call format per model name (shell patterns, e.g. {'*Llama-3*': 'llama3'}); the first"
+        " match wins over call_format. Config file or JSON in TOOLGUARD_PROXY_CALL_FORMATS.",
+    },
     "structured_output_hints": {
         "type": "boolean",
         "default": False,
@@ -211,6 +231,9 @@ class ProxyConfig:
     max_truncation_retries: int = _P.max_truncation_retries
     max_attempts: int = _P.max_attempts
     on_fabricated: FabricatedAction = _P.on_fabricated
+    repair_calls: bool = _P.repair_calls
+    call_format: str = _P.call_format
+    call_formats: dict[str, str] = field(default_factory=dict)
     structured_output_hints: bool = False
     hint_style: HintStyle = "structured_outputs"
     auth_token: str | None = field(default=None, repr=False)
@@ -251,6 +274,8 @@ class ProxyConfig:
             max_attempts=self.max_attempts,
             stream=self.mode,
             on_fabricated=self.on_fabricated,
+            repair_calls=self.repair_calls,
+            call_format=self.call_format,
             backoff_initial=self.backoff_initial,
             backoff_max=self.backoff_max,
             max_retry_after=self.max_retry_after,
@@ -333,6 +358,8 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
                 if lowered not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
                     raise ValueError(raw)
                 out[key] = lowered in {"1", "true", "yes", "on"}
+            elif "object" in kinds:
+                out[key] = json.loads(raw)
             elif "integer" in kinds:
                 out[key] = int(raw)
             elif "number" in kinds:

@@ -67,6 +67,9 @@ class Metrics:
         self.verdicts: defaultdict[Labels, int] = defaultdict(int)
         self.retries: defaultdict[Labels, int] = defaultdict(int)
         self.upstream_errors: defaultdict[Labels, int] = defaultdict(int)
+        self.repairs: defaultdict[Labels, int] = defaultdict(int)
+        self.constraints: defaultdict[Labels, int] = defaultdict(int)
+        self.first_attempts: defaultdict[Labels, int] = defaultdict(int)
         self.client_disconnects = 0
         self.streams_open = 0
         self.upstream_latency = _Histogram(LATENCY_BUCKETS)
@@ -79,6 +82,16 @@ class Metrics:
 
     def retry(self, reason: str) -> None:
         self.retries[(("reason", reason),)] += 1
+
+    def repair(self, kind: str) -> None:
+        """A generation repaired instead of re-asked: ``call_in_content`` (a call written as text) or
+        ``fabricated`` (text made up beside the calls, cut)."""
+        self.repairs[(("kind", kind),)] += 1
+
+    def first_attempt(self, constraint: str, valid: bool) -> None:
+        """A request's first upstream answer, valid (usable as it came, repairs included) or not, by the
+        engine constraint it was sent with (``structural_tag``, ``none``, ``refused``)."""
+        self.first_attempts[(("constraint", constraint), ("valid", "true" if valid else "false"))] += 1
 
     def upstream_error(self, kind: str) -> None:
         self.upstream_errors[(("kind", kind),)] += 1
@@ -96,6 +109,12 @@ class Metrics:
         counter("toolguard_verdicts_total", "Guard verdicts on upstream answers, by kind.", self.verdicts)
         counter("toolguard_retries_total", "Upstream requests repeated, by reason.", self.retries)
         counter("toolguard_upstream_errors_total", "Upstream failures, by kind.", self.upstream_errors)
+        counter("toolguard_repairs_total", "Answers repaired instead of re-asked, by kind.", self.repairs)
+        counter(
+            "toolguard_first_attempts_total",
+            "First upstream answers of requests with tools, by engine constraint and validity.",
+            self.first_attempts,
+        )
         counter(
             "toolguard_client_disconnects_total",
             "Clients that left before their answer ended.",

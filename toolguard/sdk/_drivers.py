@@ -16,6 +16,7 @@ from typing import Any
 
 from .._guard import GuardVerdict
 from .._reask import Attempt, Backoff, Completed, FlowEvent, FlowResult, Outcome, RetryFlow
+from ._delivered import delivered
 from ._pump import ChunkPump, upstream_failure
 
 __all__ = ["AsyncGuardedStream", "GuardReport", "GuardedStream", "guard_report"]
@@ -90,8 +91,9 @@ def create_sync(create: Callable[..., Any], flow: RetryFlow) -> Any:
             action = gen.send(outcome)
         except StopIteration as stop:
             result: FlowResult = stop.value
-            _attach(result.response, GuardReport.of(result))
-            return result.response
+            response = delivered(result.response, result.guard)
+            _attach(response, GuardReport.of(result))
+            return response
 
 
 class GuardedStream:
@@ -190,8 +192,9 @@ async def create_async(create: Callable[..., Any], flow: RetryFlow) -> Any:
             action = gen.send(outcome)
         except StopIteration as stop:
             result: FlowResult = stop.value
-            _attach(result.response, GuardReport.of(result))
-            return result.response
+            response = delivered(result.response, result.guard)
+            _attach(response, GuardReport.of(result))
+            return response
 
 
 class AsyncGuardedStream:
