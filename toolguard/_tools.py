@@ -7,7 +7,9 @@ against the metaschema of their draft, so every other component sees plain, vali
 is refused at construction with an error naming the tool. A ``ToolCall`` is a *proposal* made by a model: it
 runs only through the ``Executor``, which turns it into an ``ExecutionRecord``.
 
-Construction costs one metaschema check per tool; nothing here does I/O.
+Construction costs one metaschema check per tool (the metaschema compiled once into closures,
+``toolguard._schema._metacheck``, with jsonschema's own check behind it for every schema those do not pass,
+so refusals keep jsonschema's reasons); nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, overload
 from ._exceptions import SchemaError, ToolError
 from ._regex import ecma_error
 from ._schema import detect_draft, normalize_schema
+from ._schema._metacheck import metaschema_check
 
 __all__ = ["Tool", "ToolCall", "ToolSet", "tool"]
 
@@ -128,11 +131,14 @@ def _check_schema(schema: Any, tool: str) -> None:
         )
     draft = detect_draft(schema)
     cls = validator_for(schema, default=validator_for({"$schema": _DRAFT_URI[draft]}))
-    try:
-        cls.check_schema(schema, format_checker=_format_checker(cls))
-    except JSONSchemaError as exc:
-        path = "".join(f"/{p}" for p in exc.absolute_path)
-        raise SchemaError(f"invalid {draft} schema: {exc.message}", path=path, tool=tool) from exc
+    checker = _format_checker(cls)
+    fast = metaschema_check(cls, checker)
+    if fast is None or not fast(schema):  # not decided by the compiled metaschema: jsonschema decides
+        try:
+            cls.check_schema(schema, format_checker=checker)
+        except JSONSchemaError as exc:
+            path = "".join(f"/{p}" for p in exc.absolute_path)
+            raise SchemaError(f"invalid {draft} schema: {exc.message}", path=path, tool=tool) from exc
     declared = schema.get("type")
     types = [declared] if isinstance(declared, str) else declared
     if isinstance(types, list) and "object" not in types:
