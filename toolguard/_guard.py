@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ._choice import parse_tool_choice
 from ._content_calls import ContentCallScan
 from ._events import ContentDelta, Finish, GuardEvent, TokenDelta, ToolCallDelta, message_events
 from ._events import __all__ as _events_all
@@ -115,9 +116,10 @@ class Guard:
 
     ``tools``: the tools the request offered (a ``ToolSet`` or OpenAI ``tools`` JSON); ``None`` or empty means
     any tool call is an unknown tool. ``tool_choice``: the request's (``"auto"``, ``"none"``, ``"required"``,
-    a name or ``{"type": "function", "function": {"name": ...}}``). ``detector``: a factory for
-    ``RunawayDetector`` (defaults to ``RunawayDetector()``); ``limits``: the caps. ``format`` (``"hermes"``,
-    ``"llama3"``, ``"mistral"``, ``"openai"``, ``"auto"``...): the wire format of raw model text fed as
+    a name or ``{"type": "function", "function": {"name": ...}}``, read by ``toolguard._choice``; one the
+    tools cannot keep raises ``UsageError``). ``detector``: a factory for ``RunawayDetector`` (defaults to
+    ``RunawayDetector()``); ``limits``: the caps. ``format`` (``"hermes"``, ``"llama3"``, ``"mistral"``,
+    ``"openai"``, ``"auto"``...): the wire format of raw model text fed as
     ``TokenDelta``; its calls are parsed (``toolguard.formats.StreamingParser``) and checked like
     ``ToolCallDelta`` ones. Without ``format``, ``TokenDelta`` text is content.
 
@@ -684,21 +686,14 @@ def _rejection(call: _Call, error: Any, *, incomplete: bool = False) -> GuardVer
 
 
 def _allowed_names(tools: ToolSet, tool_choice: Any) -> tuple[frozenset[str], str | None]:
-    """(names a call may use, message when a call is required or None)."""
-    names = frozenset(tools.names)
-    if tool_choice is None or tool_choice == "auto":
-        return names, None
-    if tool_choice == "none":
-        return frozenset(), None
-    if tool_choice == "required":
-        return names, "a tool call was required (tool_choice='required') but the model answered with text"
-    name = tool_choice
-    if isinstance(tool_choice, Mapping):
-        fn = tool_choice.get("function")
-        name = fn.get("name") if isinstance(fn, Mapping) else tool_choice.get("name")
-    if isinstance(name, str):
-        return frozenset({name}) & names, f"a call of {name!r} was required (tool_choice) but none was made"
-    return names, None
+    """(names a call may use, message when a call is required or None), from the parsed ``tool_choice``."""
+    choice = parse_tool_choice(tool_choice, tools)
+    allowed = frozenset(choice.names)
+    if not choice.required:
+        return allowed, None
+    if choice.named is not None:
+        return allowed, f"a call of {choice.named!r} was required (tool_choice) but none was made"
+    return allowed, "a tool call was required (tool_choice='required') but the model answered with text"
 
 
 from ._policy import Policy, StreamMode  # noqa: E402

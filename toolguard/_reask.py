@@ -48,6 +48,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._choice import parse_tool_choice
 from ._exceptions import GuardError, RunawayGeneration, ToolCallRejected, TruncatedToolCall
 from ._guard import Guard, GuardVerdict
 from ._policy import DEFAULT_POLICY, Policy
@@ -169,6 +170,8 @@ class RetryFlow:
             tools = ToolSet.from_openai(raw) if raw else ToolSet()
         self.tools = tools
         self.tool_choice = self.body.get("tool_choice")
+        #: Read once, before anything goes upstream: ``UsageError`` for a choice the tools cannot keep.
+        self.choice = parse_tool_choice(self.tool_choice, tools)
         self.on_event = on_event
         if policy.max_upstream_retries is not None:
             upstream_retries = policy.max_upstream_retries
@@ -187,7 +190,7 @@ class RetryFlow:
         policy = self.policy
         return Guard(
             self.tools,
-            tool_choice=self.tool_choice,
+            tool_choice=self.choice,
             detector=factory,
             limits=policy.limits,
             # Streams repair once the release gate can hand a repaired call out as tool_calls deltas.

@@ -177,6 +177,19 @@ def test_unknown_tool_choice_is_a_400(client: Any, weather: list[dict[str, Any]]
             tool_choice={"type": "function", "function": {"name": "launch_rocket"}},
         )
     assert "launch_rocket" in str(info.value)
+    assert info.value.code == "invalid_request" and info.value.param == "tool_choice"
+
+
+@pytest.mark.parametrize(("kw", "says"), [({"tool_choice": "sometimes"}, "sometimes"),
+                                          ({"tool_choice": "required", "tools": None}, "at least one tool")])
+def test_a_tool_choice_the_tools_cannot_keep_is_a_400(
+    client: Any, weather: list[dict[str, Any]], kw: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="toolguard-demo", messages=[{"role": "user", "content": "hi"}], **{"tools": weather, **kw}
+        )
+    assert says in str(info.value) and info.value.code == "invalid_request"
 
 
 def test_keyword_the_grammar_cannot_enforce_is_refused(client: Any, example_tools: dict[str, Any]) -> None:

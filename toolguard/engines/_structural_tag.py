@@ -42,8 +42,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from .._choice import parse_tool_choice
 from .._exceptions import UsageError
 from .._tools import ToolSet
+from .._types import ChoiceMode
 from ._keywords import prepare_schema
 
 __all__ = [
@@ -59,7 +61,6 @@ __all__ = [
 TagFormat: TypeAlias = Literal["hermes", "llama3", "openai", "mistral", "react"]
 #: Consecutive whitespace characters allowed inside a call's arguments (room for indented JSON).
 MAX_WHITESPACE = 16
-ChoiceMode: TypeAlias = Literal["auto", "required", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,32 +121,11 @@ class StructuralTag:
 
 
 def tool_choice_mode(tool_choice: Any, tools: ToolSet) -> tuple[ChoiceMode, tuple[str, ...]]:
-    """``(mode, allowed tool names)`` for an OpenAI-style ``tool_choice``.
-
-    ``"auto"``/``None``, ``"required"`` (``"any"``, as Anthropic and Mistral name it), ``"none"``, a tool
-    name, or ``{"type": "function", "function": {"name": ...}}`` / ``{"name": ...}``. A named tool gives
-    ``("required", (name,))``. Raises ``UsageError`` for anything else, for a name that is not an offered
-    tool, and for ``"required"`` without tools.
-    """
-    if isinstance(tool_choice, Mapping):
-        fn = tool_choice.get("function")
-        named = fn.get("name") if isinstance(fn, Mapping) else tool_choice.get("name")
-        if not isinstance(named, str):
-            raise UsageError(f"a tool_choice object needs function.name, got {dict(tool_choice)!r}")
-        tool_choice = named
-    elif tool_choice is not None and not isinstance(tool_choice, str):
-        raise UsageError(f"tool_choice must be 'auto', 'required', 'none' or a tool, not {tool_choice!r}")
-    if tool_choice in (None, "auto"):
-        return ("auto", tuple(tools.names)) if len(tools) else ("none", ())
-    if tool_choice == "none":
-        return "none", ()
-    if tool_choice in ("required", "any"):
-        if not len(tools):
-            raise UsageError("tool_choice='required' needs at least one tool")
-        return "required", tuple(tools.names)
-    if tool_choice not in tools:
-        raise UsageError(f"tool_choice names {tool_choice!r}, which is not one of the tools {tools.names}")
-    return "required", (tool_choice,)
+    """``(mode, allowed tool names)`` for a request's ``tool_choice``: ``toolguard._choice.parse_tool_choice``
+    (every spelling it accepts; ``UsageError`` for the rest, for a name that is not an offered tool and for
+    ``"required"`` without tools)."""
+    choice = parse_tool_choice(tool_choice, tools)
+    return choice.mode, choice.names
 
 
 def build_structural_tag(

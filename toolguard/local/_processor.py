@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._choice import parse_tool_choice
 from .._exceptions import GrammarError, ToolguardError, UsageError
 from .._tools import Tool, ToolSet
 from ..engines._keywords import explain_unsatisfiable, prepare_schema
@@ -89,30 +90,11 @@ class ProcessorStats:
 
 
 def normalize_tool_choice(tool_choice: Any, toolset: ToolSet) -> tuple[str, list[str]]:
-    """``(mode, tool names)`` from an OpenAI-style ``tool_choice``: "auto", "required", "none", a tool name,
-    or ``{"type": "function", "function": {"name": ...}}``."""
-    if isinstance(tool_choice, Mapping):
-        fn = tool_choice.get("function") or {}
-        tool_choice = fn.get("name") if isinstance(fn, Mapping) else None
-        if not isinstance(tool_choice, str):
-            raise UsageError("tool_choice object needs function.name")
-    if tool_choice in (None, "auto"):
-        mode = "auto"
-    elif tool_choice in ("required", "any"):
-        mode = "required"
-    elif tool_choice == "none":
-        return "none", []
-    elif isinstance(tool_choice, str):
-        if tool_choice not in toolset:
-            raise UsageError(f"tool_choice names {tool_choice!r}, not one of the tools {toolset.names}")
-        return "required", [tool_choice]
-    else:
-        raise UsageError(f"tool_choice must be 'auto', 'required', 'none' or a tool name: {tool_choice!r}")
-    if not len(toolset):
-        if mode == "required":
-            raise UsageError("tool_choice='required' needs at least one tool")
-        return "none", []
-    return mode, toolset.names
+    """``(mode, tool names)`` from a request's ``tool_choice`` as ``toolguard._choice.parse_tool_choice``
+    reads it ("auto", "required"/"any", "none", a tool name, ``{"type": "function", "function": {...}}``);
+    ``UsageError`` for a choice the tools cannot keep."""
+    choice = parse_tool_choice(tool_choice, toolset)
+    return choice.mode, list(choice.names)
 
 
 _TOOLSETS: OrderedDict[str, ToolSet] = OrderedDict()
@@ -198,8 +180,9 @@ def build_turn_grammar(
     try:
         tools_key = (json.dumps(toolset.to_openai(), sort_keys=True) if isinstance(toolset, ToolSet)
                      else json.dumps(list(toolset or ()), sort_keys=True))
-        key = (id(tokenizer), tools_key, json.dumps(tool_choice, sort_keys=True), engine, format,
-               parallel_tool_calls, max_calls, tuple(end_ids), max_string_length, close_objects, separators,
+        choice_key = json.dumps(tool_choice, sort_keys=True, default=repr)
+        key = (id(tokenizer), tools_key, choice_key, engine, format, parallel_tool_calls, max_calls,
+               tuple(end_ids), max_string_length, close_objects, separators,
                unenforced)
     except (TypeError, ValueError):
         key = None

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._choice import parse_tool_choice
 from .._exceptions import ConfigError, GrammarCompileTimeout, GrammarError, SchemaError, ToolError, UsageError
 
 if TYPE_CHECKING:
@@ -129,7 +130,10 @@ def _chat_kwargs(body: Any) -> dict[str, Any]:
             "'tools' must be an array of {'type': 'function', 'function': {'name': ..., 'parameters': ...}}",
             param="tools",
         )
-    tool_choice = body.get("tool_choice", "auto" if tools else "none")
+    try:  # read once here: a choice the tools cannot keep is a 400 before any generation
+        choice = parse_tool_choice(body.get("tool_choice"), [t["function"]["name"] for t in tools or ()])
+    except UsageError as exc:
+        raise _BadRequest(str(exc), param="tool_choice", code="invalid_request") from exc
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     if max_tokens is None:
         max_tokens = DEFAULT_MAX_TOKENS
@@ -151,7 +155,7 @@ def _chat_kwargs(body: Any) -> dict[str, Any]:
     return {
         "messages": [dict(m) for m in messages],
         "tools": tools or None,
-        "tool_choice": tool_choice if tools else "none",
+        "tool_choice": choice,
         "parallel_tool_calls": bool(body.get("parallel_tool_calls", False)),
         "max_new_tokens": max_tokens,
         "temperature": temperature,

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._exceptions import GuardError, SchemaError, ToolError, UpstreamError, UpstreamProtocolError
+from .._choice import parse_tool_choice
+from .._exceptions import GuardError, SchemaError, ToolError, UpstreamError, UpstreamProtocolError, UsageError
 from .._guard import GuardVerdict
 from .._reask import Attempt, Completed, FlowEvent, RetryFlow, UpstreamFailure
 from .._runaway import FINISH_REASON_REPETITION
 from .._tools import ToolSet
+from .._types import ParsedToolChoice
 from ._chunks import sum_usage
 from ._exchange import Exchange, upstream_error_body, violation_body
 from ._limits import RequestLimits, check_chat_request, check_tools
@@ -82,7 +84,9 @@ def _toolset(cache: OrderedDict[str, ToolSet], tools: Any, limits: RequestLimits
     return toolset
 
 
-def structured_output_hint(body: dict[str, Any], tools: ToolSet, *, style: str) -> dict[str, Any] | None:
+def structured_output_hint(
+    body: dict[str, Any], tools: ToolSet, *, style: str, choice: ParsedToolChoice | None = None
+) -> dict[str, Any] | None:
     """The upstream's structured-output parameter for a named or ``required`` ``tool_choice`` (else ``None``).
 
     The schemas follow vLLM's own: the named tool's parameters, or an array of ``{name, parameters}`` objects
@@ -91,9 +95,12 @@ def structured_output_hint(body: dict[str, Any], tools: ToolSet, *, style: str) 
     """
     if not len(tools) or "structured_outputs" in body or "guided_json" in body:
         return None
-    choice = body.get("tool_choice")
+    if choice is None:
+        choice = parse_tool_choice(body.get("tool_choice"), tools)
     schema: Any = None
-    if choice == "required":
+    if choice.named is not None:
+        schema = tools[choice.named].parameters
+    elif choice.required:
         schema = {
             "type": "array",
             "minItems": 1,
@@ -108,15 +115,10 @@ def structured_output_hint(body: dict[str, Any], tools: ToolSet, *, style: str) 
                         "required": ["name", "parameters"],
                     }
                     for t in tools
+                    if t.name in choice.names
                 ],
             },
         }
-    elif isinstance(choice, dict):
-        fn = choice.get("function")
-        name = fn.get("name") if isinstance(fn, dict) else None
-        tool = tools.get(name) if isinstance(name, str) else None
-        if tool is not None:
-            schema = tool.parameters
     if schema is None:
         return None
     if style == "guided_json":
@@ -157,9 +159,13 @@ async def handle_chat(
             metrics.retry(event.reason)
 
     policy = request_policy(app.policy, app.config, body)
-    flow = RetryFlow(body, policy=policy, tools=tools, on_event=on_event)
+    try:
+        flow = RetryFlow(body, policy=policy, tools=tools, on_event=on_event)
+    except UsageError as exc:  # a tool_choice the tools cannot keep: nothing went upstream
+        await send_error(send, 400, str(exc), code="invalid_request", param="tool_choice")
+        return
     hint = (
-        structured_output_hint(body, tools, style=app.config.hint_style)
+        structured_output_hint(body, tools, style=app.config.hint_style, choice=flow.choice)
         if app.config.structured_output_hints
         else None
     )

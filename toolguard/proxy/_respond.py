@@ -44,14 +44,14 @@ _TYPES = {
 
 
 def error_body(
-    message: str, *, status: int, code: str | None = None, type: str | None = None
+    message: str, *, status: int, code: str | None = None, type: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
     """``{"error": {"message", "type", "param", "code"}}``: the shape the openai SDK makes an ``APIError``."""
     return {
         "error": {
             "message": message,
             "type": type or _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error"),
-            "param": None,
+            "param": param,
             "code": code,
         }
     }
@@ -85,6 +85,7 @@ async def send_error(
     message: str,
     *,
     code: str | None = None,
+    param: str | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    await send_json(send, status, error_body(message, status=status, code=code), headers=headers)
+    await send_json(send, status, error_body(message, status=status, code=code, param=param), headers=headers)

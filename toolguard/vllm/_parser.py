@@ -54,7 +54,7 @@ from vllm.renderers.chat_utils import make_tool_call_id
 from vllm.sampling_params import StructuredOutputsParams
 from vllm.tool_parsers.abstract_tool_parser import ToolParser, ToolParserManager
 
-from .._exceptions import ToolguardError
+from .._exceptions import ToolguardError, UsageError
 from .._stream import StreamValidator
 from .._text_turn import Release, TextTurn
 from .._tools import ToolSet
@@ -116,6 +116,8 @@ class _Request:
         if tools:
             try:
                 self.mode = tool_choice_mode(json.loads(self.choice_json), self.toolset)[0]
+            except UsageError as exc:
+                raise VLLMValidationError(f"toolguard: {exc}", parameter="tool_choice") from exc
             except ToolguardError as exc:
                 raise VLLMValidationError(f"toolguard: {exc}", parameter="tools") from exc
 
