@@ -90,14 +90,22 @@ class ContentCallScan:
     def undecided(self) -> bool:
         """Whether the content so far may still turn out to be a call (a bare JSON call being read at the
         start, or a marker's first characters at the end). O(1)."""
+        return self.undecided_chars() > 0
+
+    def undecided_chars(self) -> int:
+        """How many characters at the end of the content may still turn out to be a call: the whole head
+        while a bare JSON call may be being read, else a marker's first characters at the end, else 0.
+        O(1)."""
         if self._head_open and self._head:
-            return True
+            return len(self._head)
         tail = self._tail  # markers hold no inner "<" or "[": only the last one can open a marker prefix
         start = max(tail.rfind("<"), tail.rfind("["))
         if start < 0:
-            return False
+            return 0
         suffix = tail[start:]
-        return any(len(suffix) < len(m) and m.startswith(suffix) for m in CALL_MARKERS)
+        if any(len(suffix) < len(m) and m.startswith(suffix) for m in CALL_MARKERS):
+            return len(suffix)
+        return 0
 
     def at_end(self, content: str) -> GuardVerdict | None:
         """At the end of the generation: is the whole (undecided) content one JSON call of a known tool?"""

@@ -141,6 +141,7 @@ class Guard:
         "_parser",
         "_parser_base",
         "_repair",
+        "_repair_chars",
         "_repair_text",
         "_repair_verdict",
         "_repaired",
@@ -198,6 +199,7 @@ class Guard:
         self._repair_verdict: GuardVerdict | None = None  # the call_in_content verdict a repair stands in for
         self._repaired = False
         self._repair_text: list[str] = []  # the text handed to the parser, given back if nothing parses
+        self._repair_chars = 0  # its length
         if format is not None:
             from .formats import StreamingParser
 
@@ -244,11 +246,17 @@ class Guard:
         """Whether the content so far may still turn out to be a call written into it (a bare JSON call
         being read at the start, or a marker's first characters at the end). Front doors that hold back
         what a retry would have to take back hold content while this is true. O(1)."""
+        return self.content_undecided_chars() > 0
+
+    def content_undecided_chars(self) -> int:
+        """How many characters at the end of the content may still turn out to be a call written into it
+        (0 once a tool call came, or after a verdict; while a repair reads a call written into the text,
+        every character from the call's start); what the release gate holds back. O(1)."""
         if self._repair_verdict is not None:  # the content from the call's start on is the call's text
-            return self._verdict.kind == "ok"
+            return self._repair_chars if self._verdict.kind == "ok" else 0
         if self._order or self._verdict.kind != "ok":
-            return False
-        return self._scan.undecided()
+            return 0
+        return self._scan.undecided_chars()
 
     def message(self) -> dict[str, Any]:
         """The assistant message as received (OpenAI shape): content and tool calls, fabricated text cut."""
@@ -331,6 +339,7 @@ class Guard:
             return OK
         if self._repair_verdict is not None:  # repairing: the rest of the content goes to the format parser
             self._repair_text.append(text)
+            self._repair_chars += len(text)
             return self._on_parsed(self._parser.feed(text))
         if self._order:
             if not text.strip() and not self._fabricated:
@@ -375,6 +384,7 @@ class Guard:
         self._parser_base = len(before)
         self._repair_verdict = found
         self._repair_text.append(content[at:])
+        self._repair_chars += len(content) - at
         return self._on_parsed(self._parser.feed(content[at:]))
 
     def _on_fabricated(self, text: str) -> GuardVerdict:

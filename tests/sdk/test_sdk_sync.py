@@ -268,7 +268,11 @@ def test_in_pass_mode_a_retry_is_announced(client: Any, upstream: ScriptedUpstre
     stream = wrapped.chat.completions.create(model="m", messages=MESSAGES, tools=[WEATHER_TOOL], stream=True)
     got = h.collect(stream)
     assert any(e.kind == "retry" and e.reason == "reask" for e in events)
-    assert h.GOOD_ARGS in got.calls[0]["arguments"]  # the caller saw the failed attempt too
+    # The caller saw the failed attempt too: its call just ends (the validated prefix), and the retry's call
+    # starts at the next index, never merged into it ("get_weatherget_weather").
+    failed = {"id": got.calls[0]["id"], "name": "get_weather", "arguments": '{"city": "Paris", '}
+    assert got.calls[0] == failed
+    assert got.calls[1]["name"] == "get_weather" and got.calls[1]["arguments"] == h.GOOD_ARGS
 
 
 def test_every_attempt_is_reported(client: Any, upstream: ScriptedUpstream) -> None:

@@ -2,16 +2,14 @@
 
 Theory of operation. ``StreamRelay`` is the re-ask flow's driver for ``stream: true``. Each attempt reads the
 upstream SSE stream, decodes it (``SSEDecoder``), translates each chunk into Guard events (``read_chunk``),
-feeds the attempt's ``Guard`` and appends what the mode lets out to one buffer per network read, written to
-the client in one ASGI message. **hold** holds tool-call deltas until the attempt ends with a usable verdict;
-**pass** forwards each accepted argument fragment at once (the call's id, type and name once, with its first
-fragment). A failing verdict stops the read and closes the upstream response at once. Whether the flow may
-retry is decided by what the client already saw: never after a forwarded call fragment, never in pass mode
-after any text, never after a loop or a broken upstream in text already shown (``_Terminal`` ends the response
-instead). Text of a retry is held back when text was already sent, and released only if the retry answers in
-text alone. The last write carries the held calls (hold), a truthful ``finish_reason``, the usage chunk when
-asked (summed over attempts) and ``[DONE]``; a violation ends with an OpenAI-format error event. Work: O(bytes
-read) per attempt plus the Guard's own linear work.
+feeds the attempt's ``Guard`` and asks the request's ``ReleaseGate`` (``toolguard._release``: hold / pass,
+marker prefixes, text of retries) what the client may see; what one network read released is encoded into one
+buffer, written to the client in one ASGI message. A failing verdict stops the read and closes the upstream
+response at once. The proxy cannot tell its client about a retry, so where the gate says a retry could not be
+invisible (``retry_visible``), or the upstream broke after something was shown, ``_Terminal`` ends the
+response instead. The last write carries what the gate held (``accept()``), a truthful ``finish_reason``, the
+usage chunk when asked (summed over attempts) and ``[DONE]``; a violation ends with an OpenAI-format error
+event. Work: O(bytes read) per attempt plus the Guard's own linear work.
 """
 
 from __future__ import annotations
@@ -24,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 
-from .._events import ContentDelta, Finish, ToolCallDelta
+from .._events import Finish
 from .._exceptions import GuardError, UpstreamError, UpstreamProtocolError
 from .._guard import GuardVerdict
 from .._reask import Attempt, Completed, RetryFlow, UpstreamFailure
+from .._release import CallArguments, CallStart, Piece, ReleaseGate, Text, coalesce
 from .._runaway import FINISH_REASON_REPETITION
 from ._chunks import ChunkWriter, read_chunk, sum_usage
 from ._exchange import Exchange, upstream_error_body, violation_body
@@ -64,15 +63,13 @@ class StreamRelay:
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         choice = body.get("tool_choice")
         # A call is required: any text is a prelude to a violation, so hold it too.
-        self.hold_content = self.mode == "hold" and (choice == "required" or isinstance(choice, dict))
+        required = choice == "required" or isinstance(choice, dict)
+        self.gate = ReleaseGate(self.mode, hold_content=required)
         self.writer: ChunkWriter | None = None
         self.started = False  # the response's headers went out
         self._prefix: list[bytes] = []  # queued for the last write (a role chunk made at the end)
         self.send: Send | None = None
-        self.content_sent = False  # some content reached the client (in any attempt)
-        self.suppressed = False  # the current attempt's content was held back (a retry after visible text)
         self.usage: dict[str, Any] | None = None
-        self.next_index = 0
 
     # output -------------------------------------------------------------------------------------------
     def _writer(self, meta: dict[str, Any] | None, out: list[bytes]) -> ChunkWriter:
@@ -139,22 +136,11 @@ class StreamRelay:
         except UpstreamError as exc:
             await self._upstream_error(exc)
             return
-        guard = result.guard
         writer = self._final_writer()
-        tail = b""
-        calls = guard.tool_calls
-        # Text held back: always with a required call; after a retry, only when the answer turned out to be
-        # text alone (the client then reads both attempts' text rather than lose the answer).
-        if guard.content and (self.hold_content or (self.suppressed and not calls)):
-            tail += writer.content(guard.content)
-        if self.mode == "hold":
-            for call in calls:
-                index = self.next_index
-                self.next_index += 1
-                tail += writer.call_start(index, call.id or _call_id(), call.name)
-                tail += writer.call_arguments(index, call.arguments)
-        reason = "tool_calls" if calls else (guard.finish_reason or "stop")
-        await self._end(tail + writer.finish(reason))
+        tail: list[bytes] = []
+        _encode(writer, coalesce(self.gate.accept()), tail)
+        tail.append(writer.finish(self.gate.finish_reason(result.guard)))
+        await self._end(b"".join(tail))
 
     async def _violation(self, verdict: GuardVerdict, attempts: int) -> None:
         writer = self._final_writer()
@@ -174,7 +160,8 @@ class StreamRelay:
         await self._end(encode_data(body))
 
     async def _attempt(self, action: Attempt) -> Completed | UpstreamFailure:
-        self.suppressed = False
+        gate = self.gate
+        gate.begin(action.guard)
         try:
             response = await self.ex.open(action.body)
         except UpstreamError as exc:
@@ -187,7 +174,7 @@ class StreamRelay:
                 await self._relay(action, response, state)
             except (httpx.HTTPError, UpstreamError) as exc:
                 err = translate(exc)
-                if state.visible_content or state.visible_calls:
+                if gate.attempt_visible:
                     raise _Terminal(error=err) from exc
                 return UpstreamFailure(err)
         finally:
@@ -196,11 +183,7 @@ class StreamRelay:
         if state.usage is not None:
             self.usage = sum_usage(self.usage, state.usage)
         verdict = action.guard.close()
-        if verdict.failed and (
-            state.visible_calls
-            or (self.mode == "pass" and state.visible_content)
-            or (verdict.kind == "runaway" and verdict.where == "content" and state.visible_content)
-        ):
+        if verdict.failed and gate.retry_visible(verdict):
             raise _Terminal(verdict)
         tokens = (state.usage or {}).get("completion_tokens")
         return Completed(None, tokens if isinstance(tokens, int) else None)
@@ -246,8 +229,8 @@ class StreamRelay:
     def _consume(self, events: list[Any], action: Attempt, state: _AttemptState, out: list[bytes]) -> object:
         """Judge the SSE events of one read; append what may go out. Returns ``_DONE``, ``_STOP`` or None."""
         feed = action.guard.feed
-        pass_mode = self.mode == "pass"
-        suppress = self.content_sent and action.number > 1  # the client already has text from an attempt
+        gate = self.gate
+        release = gate.feed
         for event in events:
             data = event.data
             if data == "[DONE]":
@@ -269,46 +252,32 @@ class StreamRelay:
             if state.done:
                 continue  # after finish_reason only the usage chunk matters
             writer = self.writer or self._writer(chunk.meta, out)
-            if chunk.extra and not suppress:
+            if chunk.extra and not gate.holding_text:
                 out.append(writer.delta(chunk.extra))
             for ev in chunk.events:
                 verdict = feed(ev)
-                if not verdict.ok:
+                pieces = release(ev, verdict)
+                if pieces:
+                    _encode(writer, pieces, out)
+                if verdict.kind != "ok":
                     return _STOP  # failed, or text after the calls (cut): close the upstream now
-                kind = type(ev)
-                if kind is ContentDelta:
-                    if suppress:
-                        self.suppressed = True
-                    elif not self.hold_content:
-                        out.append(writer.content(ev.text))  # type: ignore[union-attr]
-                        state.visible_content = True
-                        self.content_sent = True
-                elif kind is ToolCallDelta:
-                    if pass_mode:
-                        self._pass_call(ev, state, writer, out)  # type: ignore[arg-type]
-                elif kind is Finish:
+                if type(ev) is Finish:
                     state.done = True  # read on to [DONE] (usage, and the connection goes back to the pool)
         return None
 
-    def _pass_call(
-        self, ev: ToolCallDelta, state: _AttemptState, writer: ChunkWriter, out: list[bytes]
-    ) -> None:
-        call = state.calls.get(ev.index)
-        if call is None:
-            call = state.calls[ev.index] = _PassCall()
-        if ev.name and call.index is None:
-            call.name += ev.name
-        if ev.id and not call.id:
-            call.id = ev.id
-        if not ev.arguments:
-            return
-        if call.index is None:  # the name is whole once arguments start: send id, type and name once
-            call.index = self.next_index
-            self.next_index += 1
-            out.append(writer.call_start(call.index, call.id or _call_id(), call.name, ev.arguments))
-        else:
-            out.append(writer.call_arguments(call.index, ev.arguments))
-        state.visible_calls = True
+
+def _encode(writer: ChunkWriter, pieces: list[Piece], out: list[bytes]) -> None:
+    """Append the SSE chunks of the released ``pieces``."""
+    for piece in pieces:
+        kind = type(piece)
+        if kind is Text:
+            out.append(writer.content(piece.text))  # type: ignore[union-attr]
+        elif kind is CallStart:
+            out.append(
+                writer.call_start(piece.index, piece.id or _call_id(), piece.name, piece.arguments)  # type: ignore[union-attr]
+            )
+        elif kind is CallArguments:
+            out.append(writer.call_arguments(piece.index, piece.arguments))  # type: ignore[union-attr]
 
 
 async def _drain(chunks: Any) -> None:
@@ -324,26 +293,12 @@ _DONE = object()  # [DONE] seen
 _STOP = object()  # the Guard stopped the attempt
 
 
-class _PassCall:
-    """A call being forwarded in pass mode: its index for the client (once sent), id and name."""
-
-    __slots__ = ("id", "index", "name")
-
-    def __init__(self) -> None:
-        self.index: int | None = None
-        self.id: str | None = None
-        self.name = ""
-
-
 class _AttemptState:
-    __slots__ = ("calls", "done", "usage", "visible_calls", "visible_content")
+    __slots__ = ("done", "usage")
 
     def __init__(self) -> None:
         self.done = False
-        self.visible_content = False
-        self.visible_calls = False
         self.usage: dict[str, Any] | None = None
-        self.calls: dict[int, _PassCall] = {}  # pass mode: the upstream's call index -> what was sent
 
 
 def _call_id() -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from .._guard import GuardVerdict
 from .._reask import Attempt, Backoff, Completed, FlowEvent, FlowResult, Outcome, RetryFlow
 from ._delivered import delivered
-from ._pump import ChunkPump, upstream_failure
+from ._pump import ChunkPump, new_gate, upstream_failure
 
 __all__ = ["AsyncGuardedStream", "GuardReport", "GuardedStream", "guard_report"]
 
@@ -133,12 +133,13 @@ class GuardedStream:
         gen = flow.run()
         action = next(gen)
         pump: ChunkPump | None = None
+        gate = new_gate(flow)
         while True:
             outcome: Outcome = None
             if isinstance(action, Backoff):
                 time.sleep(action.seconds)
             else:
-                pump = ChunkPump(action.guard, flow.policy.stream)
+                pump = ChunkPump(action.guard, gate)
                 try:
                     upstream = self._create(**action.body)
                 except Exception as exc:
@@ -235,12 +236,13 @@ class AsyncGuardedStream:
         gen = flow.run()
         action = next(gen)
         pump: ChunkPump | None = None
+        gate = new_gate(flow)
         while True:
             outcome: Outcome = None
             if isinstance(action, Backoff):
                 await anyio.sleep(action.seconds)
             else:
-                pump = ChunkPump(action.guard, flow.policy.stream)
+                pump = ChunkPump(action.guard, gate)
                 try:
                     upstream = await self._create(**action.body)
                 except Exception as exc:

@@ -1,12 +1,15 @@
-"""The sans-IO part of the SDK wrapper: chunks to Guard events, release decisions, upstream errors.
+"""The sans-IO part of the SDK wrapper: chunks to Guard events, released pieces back to chunks, upstream
+errors.
 
 ``ChunkPump`` sits between one attempt's upstream stream and the caller. ``on_chunk(chunk)`` feeds the
-chunk's deltas to the attempt's ``Guard`` and returns the chunks the caller may see now (possibly none:
-held, or the attempt failed); ``stop`` turns true when the driver must close the upstream stream (a failing
-verdict, or text cut after the calls); ``flush()`` returns what is still held once the flow accepted the
-attempt. In ``"hold"`` mode tool-call chunks are held until the ``Finish`` verdict is usable; content chunks
-are released as they arrive, except while they may still turn out to be a call written into the content
-(``Guard.content_undecided``). In ``"pass"`` mode every chunk the Guard accepted is released at once.
+chunk's deltas to the attempt's ``Guard`` and asks the request's ``ReleaseGate`` (``toolguard._release``,
+the one set of release rules every door shares: hold / pass, marker prefixes, text of retries) what the
+caller may see; it returns that as chunks (possibly none). ``stop`` turns true when the driver must close the
+upstream stream (a failing verdict, or text cut after the calls); ``flush()`` returns what the gate still held
+once the flow accepted the attempt. The pump only encodes: a chunk whose deltas the gate released as they
+came is returned as it is (the SDK's own object, every field kept); otherwise a copy of it carries the
+released pieces, and held chunks released at the end unchanged come back as themselves. One gate spans every
+attempt of a request (``new_gate``); a pump made with a mode string gets a gate of its own.
 
 ``upstream_failure(exc)`` maps the openai SDK's exceptions (and a malformed SSE payload) to the flow's
 ``UpstreamFailure``; anything else is not an upstream failure and returns ``None`` (the driver re-raises).
@@ -23,136 +26,107 @@ from .._events import ContentDelta, Finish, ToolCallDelta
 from .._exceptions import UpstreamProtocolError
 from .._guard import Guard, GuardVerdict
 from .._policy import StreamMode
-from .._reask import Completed, UpstreamFailure
+from .._reask import Completed, RetryFlow, UpstreamFailure
+from .._release import CallArguments, CallStart, Piece, ReleaseGate, Text
 
-__all__ = ["ChunkPump", "upstream_failure"]
+__all__ = ["ChunkPump", "new_gate", "upstream_failure"]
+
+
+def new_gate(flow: RetryFlow) -> ReleaseGate:
+    """The release gate of one request driven by ``flow`` (text is held too when a call is required)."""
+    choice = flow.tool_choice
+    return ReleaseGate(flow.policy.stream, hold_content=choice == "required" or isinstance(choice, dict))
 
 
 class ChunkPump:
     """Per-attempt chunk handling (see the module docstring)."""
 
-    __slots__ = (
-        "chunks",
-        "finished",
-        "guard",
-        "held",
-        "last",
-        "mode",
-        "released",
-        "saw_calls",
-        "stop",
-        "usage",
-    )
+    __slots__ = ("chunks", "finished", "gate", "guard", "last", "replay", "stop", "tail", "usage")
 
-    def __init__(self, guard: Guard, mode: StreamMode) -> None:
+    def __init__(self, guard: Guard, gate: ReleaseGate | StreamMode) -> None:
         self.guard = guard
-        self.mode = mode
-        self.held: list[Any] = []
+        if not isinstance(gate, ReleaseGate):
+            gate = ReleaseGate(gate)
+        gate.begin(guard)
+        self.gate = gate
         self.stop = False
-        self.saw_calls = False
         self.finished = False
-        self.released = 0
         self.chunks = 0
         self.usage: Any = None
         self.last: Any = None
+        self.replay: list[tuple[Any, list[Piece]]] = []  # chunks held whole, with the pieces they carry
+        self.tail: list[Any] = []  # usage chunks that came before the end
 
     def on_chunk(self, chunk: Any) -> list[Any]:
         """Feed one ``ChatCompletionChunk`` (or its dict form); return the chunks to release now."""
-        if type(chunk) is dict:
-            return self._on_dict(chunk)
-        choices = chunk.choices
+        is_dict = type(chunk) is dict
+        choices = chunk.get("choices") if is_dict else chunk.choices
         if not choices:  # the usage chunk (stream_options.include_usage) or a keep-alive
-            if chunk.usage is not None:
-                self.usage = chunk.usage
-            return self._release([chunk]) if not self.held else []
-        self.chunks += 1
-        self.last = chunk
-        guard = self.guard
-        choice = choices[0]
-        delta = choice.delta
-        verdict: GuardVerdict | None = None
-        content = delta.content
-        if content:
-            verdict = guard.feed(ContentDelta(content))
-        calls = delta.tool_calls
-        if calls and (verdict is None or verdict.ok):
-            for tc in calls:
-                fn = tc.function
-                if fn is None:
-                    event = ToolCallDelta(tc.index, tc.id)
-                else:
-                    event = ToolCallDelta(tc.index, tc.id, fn.name, fn.arguments or "")
-                verdict = guard.feed(event)
-                if not verdict.ok:
-                    break
-        return self._decide(chunk, verdict, content, bool(calls), choice.finish_reason)
-
-    def _on_dict(self, chunk: dict[str, Any]) -> list[Any]:
-        """The dict twin of ``on_chunk`` (``LocalGenerator`` streams ``chat.completion.chunk`` dicts)."""
-        choices = chunk.get("choices")
-        if not choices:
-            if chunk.get("usage") is not None:
-                self.usage = chunk["usage"]
-            return self._release([chunk]) if not self.held else []
-        self.chunks += 1
-        self.last = chunk
-        guard = self.guard
-        choice = choices[0]
-        delta = choice.get("delta") or {}
-        verdict: GuardVerdict | None = None
-        content = delta.get("content")
-        if content:
-            verdict = guard.feed(ContentDelta(content))
-        calls = delta.get("tool_calls")
-        if calls and (verdict is None or verdict.ok):
-            for tc in calls:
-                fn = tc.get("function") or {}
-                verdict = guard.feed(
-                    ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
-                )
-                if not verdict.ok:
-                    break
-        return self._decide(chunk, verdict, content, bool(calls), choice.get("finish_reason"))
-
-    def _decide(
-        self, chunk: Any, verdict: GuardVerdict | None, content: str | None, calls: bool, finish: str | None
-    ) -> list[Any]:
-        guard = self.guard
-        if finish is not None and (verdict is None or verdict.ok):
-            verdict = guard.feed(Finish(finish))
-            self.finished = True
-        if verdict is None or verdict.ok:
+            usage = chunk.get("usage") if is_dict else chunk.usage
+            if usage is not None:
+                self.usage = usage
             if self.finished:
-                out = [*self.held, chunk]
-                self.held = []
-                return self._release(out)
-            if self.mode == "hold":
-                if calls:
-                    self.saw_calls = True
-                if self.saw_calls or guard.content_undecided() or (self.held and not content):
-                    self.held.append(chunk)
-                    return []
-                if self.held:  # the content turned out to be prose: release what waited, in order
-                    out = [*self.held, chunk]
-                    self.held = []
-                    return self._release(out)
-            return self._release([chunk])
-        self.stop = True  # failed, or fabricated text: the upstream stream is closed now
-        return []
+                return [chunk]
+            self.tail.append(chunk)
+            return []
+        self.chunks += 1
+        self.last = chunk
+        events, finish = _dict_events(choices[0]) if is_dict else _events(choices[0])
+        guard = self.guard
+        release = self.gate.feed
+        verdict: GuardVerdict | None = None
+        live: list[Piece] = []
+        for event in events:
+            verdict = guard.feed(event)
+            pieces = release(event, verdict)
+            if pieces:
+                live.extend(pieces)
+            if verdict.kind != "ok":
+                break
+        if finish is not None and (verdict is None or verdict.kind == "ok"):
+            verdict = guard.feed(Finish(finish))
+            self.finished = verdict.kind == "ok"
+        if verdict is not None and verdict.kind != "ok":
+            self.stop = True  # failed, or fabricated text: the upstream stream is closed now
+            return _encode(chunk, live) if live else []
+        natural = _natural(events)
+        if not self.finished:
+            if live == natural:
+                return [chunk]
+            if not live and self.gate.mode == "hold":
+                self.replay.append((chunk, natural))
+                return []
+            return _encode(chunk, live) if live else []
+        accepted = self._accepted(chunk)
+        reason = self.gate.finish_reason(guard)
+        if live == natural and not accepted and reason == finish:
+            return [chunk]
+        out = _encode(chunk, live) if live else []
+        out.extend(accepted)
+        out.append(chunk if not natural and reason == finish else closing_chunk(chunk, reason))
+        return out
+
+    def _accepted(self, template: Any) -> list[Any]:
+        """The gate's held pieces as chunks: the held chunks themselves when they carry exactly those."""
+        pieces = self.gate.accept()
+        replay, self.replay = self.replay, []
+        if not pieces:
+            return []
+        if replay and [p for _, carried in replay for p in carried] == pieces:
+            return [c for c, _ in replay]
+        return [_encode(template, [p])[0] for p in pieces]
 
     def flush(self) -> list[Any]:
         """What is still held once the attempt was accepted, with a closing chunk when the upstream's own
         finish chunk never came (the stream was cut after the calls)."""
-        out = self.held
-        self.held = []
+        out: list[Any] = []
         if not self.finished and self.last is not None:
-            out.append(closing_chunk(self.last, "tool_calls" if self.guard.tool_calls else "stop"))
+            out = self._accepted(self.last)
+            out.append(closing_chunk(self.last, self.gate.finish_reason(self.guard)))
             self.finished = True
-        return self._release(out)
-
-    def _release(self, chunks: list[Any]) -> list[Any]:
-        self.released += len(chunks)
-        return chunks
+        out.extend(self.tail)
+        self.tail = []
+        return out
 
     def completed(self) -> Completed:
         usage = self.usage
@@ -162,6 +136,89 @@ class ChunkPump:
             else getattr(usage, "completion_tokens", None)
         )
         return Completed(None, tokens if isinstance(tokens, int) else self.chunks)
+
+
+def _events(choice: Any) -> tuple[list[Any], str | None]:
+    """The Guard events of one SDK ``Choice`` and its ``finish_reason``."""
+    delta = choice.delta
+    events: list[Any] = []
+    content = delta.content
+    if content:
+        events.append(ContentDelta(content))
+    for tc in delta.tool_calls or ():
+        fn = tc.function
+        if fn is None:
+            events.append(ToolCallDelta(tc.index, tc.id))
+        else:
+            events.append(ToolCallDelta(tc.index, tc.id, fn.name, fn.arguments or ""))
+    return events, choice.finish_reason
+
+
+def _dict_events(choice: dict[str, Any]) -> tuple[list[Any], str | None]:
+    """The dict twin of ``_events`` (``LocalGenerator`` streams ``chat.completion.chunk`` dicts)."""
+    delta = choice.get("delta") or {}
+    events: list[Any] = []
+    content = delta.get("content")
+    if content:
+        events.append(ContentDelta(content))
+    for tc in delta.get("tool_calls") or ():
+        fn = tc.get("function") or {}
+        events.append(
+            ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
+        )
+    return events, choice.get("finish_reason")
+
+
+def _natural(events: list[Any]) -> list[Piece]:
+    """The pieces a chunk carries as it is (what the gate releases when it lets the chunk through)."""
+    out: list[Piece] = []
+    for event in events:
+        if type(event) is ContentDelta:
+            out.append(Text(event.text))
+        elif event.arguments:
+            if event.name:
+                out.append(CallStart(event.index, event.id, event.name, event.arguments))
+            else:
+                out.append(CallArguments(event.index, event.arguments))
+        else:
+            out.append(CallStart(event.index, event.id, event.name or "", ""))  # never released as it is
+    return out
+
+
+def _encode(template: Any, pieces: list[Piece]) -> list[Any]:
+    """One chunk shaped like ``template`` (SDK object or dict) carrying ``pieces``, no finish reason."""
+    text = "".join(p.text for p in pieces if type(p) is Text)  # type: ignore[union-attr]
+    calls: list[dict[str, Any]] = []
+    for p in pieces:
+        if type(p) is CallStart:
+            calls.append(
+                {
+                    "index": p.index,
+                    "id": p.id,
+                    "type": "function",  # type: ignore[union-attr]
+                    "function": {"name": p.name, "arguments": p.arguments},
+                }  # type: ignore[union-attr]
+            )
+        elif type(p) is CallArguments:
+            calls.append({"index": p.index, "function": {"arguments": p.arguments}})  # type: ignore[union-attr]
+    delta: dict[str, Any] = {}
+    if text:
+        delta["content"] = text
+    if calls:
+        delta["tool_calls"] = calls
+    if isinstance(template, dict):
+        choice = {"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}
+        return [{**template, "choices": [choice]}]
+    from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta
+
+    return [
+        template.model_copy(
+            update={
+                "choices": [Choice(index=0, delta=ChoiceDelta.model_validate(delta), finish_reason=None)],
+                "usage": None,
+            }
+        )
+    ]
 
 
 def closing_chunk(template: Any, finish_reason: Any) -> Any:
