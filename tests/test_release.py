@@ -144,3 +144,13 @@ def test_a_loop_in_shown_text_cannot_be_retried_invisibly() -> None:
     pieces, guard = run(gate, [ContentDelta("Let me check the weather in Paris for you now. ")] * 40)
     assert guard.verdict.kind == "runaway" and pieces
     assert gate.retry_visible(guard.verdict)
+
+
+def test_a_repaired_call_is_released_as_a_call_with_the_prose_before_it() -> None:
+    gate = ReleaseGate("hold")
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    events = [ContentDelta("Let me look. " + call[:9]), ContentDelta(call[9:]), Finish("stop")]
+    pieces, guard = run(gate, events, repair=True)
+    assert guard.verdict.kind == "ok" and guard.repaired
+    assert pieces == [Text("Let me look. "), CallStart(0, None, "get_weather", '{"city": "Paris"}')]
+    assert ReleaseGate.finish_reason(guard) == "tool_calls"

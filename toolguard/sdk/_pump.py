@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+import uuid
 from typing import Any
 
 from .._events import ContentDelta, Finish, ToolCallDelta
@@ -194,7 +195,7 @@ def _encode(template: Any, pieces: list[Piece]) -> list[Any]:
             calls.append(
                 {
                     "index": p.index,
-                    "id": p.id,
+                    "id": p.id or f"call_{uuid.uuid4().hex[:24]}",
                     "type": "function",  # type: ignore[union-attr]
                     "function": {"name": p.name, "arguments": p.arguments},
                 }  # type: ignore[union-attr]
