@@ -8,6 +8,7 @@ The one door to torch: nothing outside ``toolguard.local`` imports torch, transf
   OpenAI-shaped ``chat.completion`` dict; ``.chat_stream(...)`` yields ``chat.completion.chunk`` dicts.
   Jump-forward decoding.
 - ``RunawayStoppingCriteria``: stop ``generate()`` at a repetition loop.
+- ``load_model(path)``: a local folder or a GGUF file (converted once into a cache), on CPU.
 - Engines: ``"llguidance"`` (default), ``"xgrammar"``, ``"outlines"`` (outlines-core); see ``ENGINES``.
 """
 
@@ -17,6 +18,7 @@ from ..engines._keywords import ENGINE_FORMATS, ENGINE_KEYWORDS, prepare_schema
 from ._compile import DEFAULT_COMPILE_TIMEOUT, clear_cache
 from ._engines import ENGINES
 from ._generator import DEFAULT_MAX_NEW_TOKENS, GeneratorStats, LocalGenerator
+from ._load import load_model
 from ._processor import DEFAULT_ENGINE, DEFAULT_SEPARATORS, ProcessorStats, ToolCallLogitsProcessor
 from ._stopping import RunawayStoppingCriteria
 
@@ -34,5 +36,6 @@ __all__ = [
     "RunawayStoppingCriteria",
     "ToolCallLogitsProcessor",
     "clear_cache",
+    "load_model",
     "prepare_schema",
 ]

@@ -45,6 +45,7 @@ from ._processor import (
     as_toolset,
     build_turn_grammar,
 )
+from ._prompt import render_prompt
 from ._stopping import RunawayStoppingCriteria
 from ._turn import TurnGrammar, TurnState
 from ._vocab import end_token_ids
@@ -184,22 +185,10 @@ class LocalGenerator:
 
     # ---- decoding ----------------------------------------------------------------------------------------
     def prompt_ids(self, messages: Sequence[Mapping[str, Any]], tools: Any = None) -> list[int]:
-        """The prompt for ``messages``: the tokenizer's chat template when it has one (tools passed to it),
-        else a plain ``role: content`` rendering with the tool list in a system line."""
-        tok = self.tokenizer
+        """The prompt for ``messages``: the tokenizer's chat template, with the tools rendered into the system
+        message when the template ignores them (``_prompt.render_prompt``)."""
         openai_tools = as_toolset(tools).to_openai() if tools is not None else None
-        if getattr(tok, "chat_template", None):
-            ids = tok.apply_chat_template(list(messages), tools=openai_tools or None,
-                                          add_generation_prompt=True, tokenize=True, return_dict=False)
-            return [int(i) for i in ids]
-        import json
-
-        lines = []
-        if openai_tools:
-            lines.append("system: tools: " + json.dumps(openai_tools))
-        lines += [f"{m.get('role')}: {m.get('content') or ''}" for m in messages]
-        lines.append("assistant:")
-        return list(tok.encode("\n".join(lines) + " "))
+        return render_prompt(self.tokenizer, messages, openai_tools or None)
 
     def _decode(
         self,

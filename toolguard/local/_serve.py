@@ -68,26 +68,10 @@ class _BadRequest(Exception):
 
 
 def load_local_model(path: str | Path | None = None, *, threads: int | None = None) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from a local folder (default: the embedded demo model), in eval mode, on CPU.
+    """``(model, tokenizer)``: ``toolguard.local.load_model`` (a folder, a GGUF file or ``"smollm2"``)."""
+    from ._load import load_model
 
-    Nothing is downloaded: the path must be a folder on disk. Raises ``ConfigError`` if it is not one."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .._models import demo_model_path
-
-    folder = Path(path) if path is not None else demo_model_path()
-    if not (folder / "config.json").is_file():
-        raise ConfigError(
-            f"{folder} is not a model folder (no config.json); pass --model a local folder "
-            "saved with save_pretrained()"
-        )
-    if threads is not None:
-        torch.set_num_threads(threads)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
-    model.eval()
-    return model, tokenizer
+    return load_model(path, threads=threads)
 
 
 # -- request parsing ----------------------------------------------------------------------------------------

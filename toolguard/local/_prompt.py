@@ -1,0 +1,154 @@
+"""The prompt of one turn: the chat template, with the tools in the system message when it has none.
+
+Theory of operation: many small instruction-tuned models (SmolLM2, TinyLlama, ...) ship a plain ChatML
+template that ignores ``tools`` and renders every message's ``content`` as is. With such a template the model
+never learns which tools exist, so under ``tool_choice="auto"`` it cannot choose one.
+``template_handles_tools`` detects it by rendering one probe conversation with and without a probe tool
+(identical output: the template ignores tools; the answer is cached per tokenizer). For those templates
+``render_prompt`` rewrites the conversation the way hermes/Qwen 2.5 templates render it, then applies the
+template to plain messages:
+
+- the tools' JSON inside ``<tools></tools>`` and the ``<tool_call>`` convention, appended to the system
+  message (one is added when the conversation has none);
+- an assistant message's ``tool_calls`` as ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``
+  after its content;
+- ``tool`` messages as ``user`` messages holding ``<tool_response>\\n...\\n</tool_response>`` (consecutive
+  ones share one message, as in Qwen's template).
+
+A template that does handle tools is used untouched. Without any template, ``role: content`` lines with the
+tool list on a system line. Cost: two probe renders once per tokenizer, then one render per prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["TOOLS_PREAMBLE", "render_prompt", "template_handles_tools", "tools_system_text"]
+
+TOOLS_PREAMBLE = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+_TOOLS_EPILOGUE = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
+    "<args-json-object>}\n</tool_call>"
+)
+_PROBE_MESSAGES = [{"role": "user", "content": "probe"}]
+_PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "toolguard_probe_tool",
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
+_HANDLES_TOOLS: weakref.WeakKeyDictionary[Any, tuple[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def template_handles_tools(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template renders ``tools`` (see the module docstring); cached."""
+    template = str(getattr(tokenizer, "chat_template", None) or "")
+    try:
+        cached = _HANDLES_TOOLS.get(tokenizer)
+    except TypeError:  # not weak-referenceable: probe every time
+        cached = None
+    if cached is not None and cached[0] == template:
+        return cached[1]
+    try:
+        plain = tokenizer.apply_chat_template(_PROBE_MESSAGES, tokenize=False, add_generation_prompt=True)
+    except Exception:  # a template that cannot render a user message handles nothing
+        handles = False
+    else:
+        try:
+            with_tools = tokenizer.apply_chat_template(
+                _PROBE_MESSAGES, tools=_PROBE_TOOLS, tokenize=False, add_generation_prompt=True
+            )
+        except Exception:  # refusing tools is not handling them
+            handles = False
+        else:
+            handles = with_tools != plain
+    with contextlib.suppress(TypeError):
+        _HANDLES_TOOLS[tokenizer] = (template, handles)
+    return handles
+
+
+def tools_system_text(tools: Sequence[Mapping[str, Any]], system: str | None = None) -> str:
+    """The hermes/Qwen tools block for the system message (after ``system`` when there is one)."""
+    lines = [json.dumps(dict(t.get("function", t)), ensure_ascii=False) for t in tools]
+    block = TOOLS_PREAMBLE + "".join("\n" + line for line in lines) + _TOOLS_EPILOGUE
+    return f"{system}\n\n{block}" if system else block
+
+
+def _call_text(call: Mapping[str, Any]) -> str:
+    fn = call.get("function", call)
+    arguments = fn.get("arguments", {})
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError):  # else shown as the string it was
+            arguments = json.loads(arguments)
+    payload = json.dumps({"name": fn.get("name"), "arguments": arguments}, ensure_ascii=False)
+    return f"<tool_call>\n{payload}\n</tool_call>"
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+def hermes_messages(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> list[dict[str, str]]:
+    """``messages`` as plain ``{"role", "content"}`` messages in the hermes convention (module docstring)."""
+    out: list[dict[str, str]] = []
+    rest = list(messages)
+    if tools:
+        system = None
+        if rest and rest[0].get("role") == "system":
+            system = _content(rest.pop(0))
+        out.append({"role": "system", "content": tools_system_text(tools, system)})
+    for message in rest:
+        role = str(message.get("role"))
+        if role == "tool":
+            response = f"<tool_response>\n{_content(message)}\n</tool_response>"
+            if out and out[-1]["role"] == "user" and out[-1]["content"].endswith("</tool_response>"):
+                out[-1]["content"] += "\n" + response
+            else:
+                out.append({"role": "user", "content": response})
+            continue
+        text = _content(message)
+        if role == "assistant" and message.get("tool_calls"):
+            calls = "\n".join(_call_text(c) for c in message["tool_calls"])
+            text = f"{text}\n{calls}" if text else calls
+        out.append({"role": role, "content": text})
+    return out
+
+
+def render_prompt(
+    tokenizer: Any, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+) -> list[int]:
+    """Token ids of the prompt for ``messages`` and OpenAI-shaped ``tools`` (see the module docstring)."""
+    if getattr(tokenizer, "chat_template", None):
+        if template_handles_tools(tokenizer):
+            ids = tokenizer.apply_chat_template(
+                list(messages), tools=list(tools) if tools else None, add_generation_prompt=True,
+                tokenize=True, return_dict=False,
+            )
+        else:
+            ids = tokenizer.apply_chat_template(
+                hermes_messages(messages, tools), add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+        return [int(i) for i in ids]
+    lines = []
+    if tools:
+        lines.append("system: tools: " + json.dumps(list(tools)))
+    lines += [f"{m.get('role')}: {_content(m)}" for m in messages]
+    lines.append("assistant:")
+    return list(tokenizer.encode("\n".join(lines) + " "))
