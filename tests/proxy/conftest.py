@@ -19,8 +19,9 @@ from .proxy_server import ProxyServer
 
 openai = pytest.importorskip("openai")
 
-# Fast retries: the proxy's own backoff would otherwise dominate the suite's time.
-FAST = {"backoff_initial": 0.01, "backoff_max": 0.05}
+# Fast retries: the proxy's own backoff would otherwise dominate the suite's time. The fake upstreams are no
+# engine: no detection request (tests of the engine constraints say engine=... or "auto" themselves).
+FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "engine": "generic"}
 
 
 @pytest.fixture(scope="session")

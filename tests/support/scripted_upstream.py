@@ -194,6 +194,7 @@ class ScriptedUpstream:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
+        self.owned_by: str | None = None  # the engine its /v1/models names (None: none named)
         self._ids = itertools.count(1)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -211,6 +212,7 @@ class ScriptedUpstream:
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self.owned_by = None
 
     @property
     def pending(self) -> int:
@@ -282,7 +284,10 @@ class ScriptedUpstream:
         with self._lock:
             self.requests.append(RecordedRequest(scope["method"], path, headers, body))
         if path.endswith("/models"):
-            await _send_json(send, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+            model = {"id": MODEL, "object": "model"}
+            if self.owned_by is not None:
+                model["owned_by"] = self.owned_by
+            await _send_json(send, 200, {"object": "list", "data": [model]})
             return
         if not path.endswith("/chat/completions"):
             await _send_json(send, 404, _error_body(f"ScriptedUpstream serves no {path}", "not_found"))

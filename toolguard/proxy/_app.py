@@ -28,6 +28,7 @@ import httpx
 from .._exceptions import UpstreamError
 from .._tools import ToolSet
 from ._config import ProxyConfig
+from ._engine import Engines
 from ._metrics import Metrics
 from ._respond import Receive, Scope, Send, error_body, send_bytes, send_error
 from ._sse import DONE, encode_data
@@ -77,6 +78,7 @@ class ProxyApp:
         #: Parsed, checked and compiled tool sets by their ``tools`` JSON (see ``_chat``).
         self.toolsets: OrderedDict[str, ToolSet] = OrderedDict()
         self.metrics = Metrics()
+        self.engines = Engines(self)
         self._transport = upstream_transport
         self._upstream: Upstream | None = None
 

@@ -31,6 +31,7 @@ from .._runaway import FINISH_REASON_REPETITION
 from .._tools import ToolSet
 from .._types import ParsedToolChoice
 from ._chunks import sum_usage
+from ._engine import engine_headers
 from ._exchange import Exchange, upstream_error_body, violation_body
 from ._limits import RequestLimits, check_chat_request, check_tools
 from ._relay import StreamRelay
@@ -164,12 +165,13 @@ async def handle_chat(
     except UsageError as exc:  # a tool_choice the tools cannot keep: nothing went upstream
         await send_error(send, 400, str(exc), code="invalid_request", param="tool_choice")
         return
+    engine = await app.engines.plan(body, tools, headers)
     hint = (
         structured_output_hint(body, tools, style=app.config.hint_style, choice=flow.choice)
-        if app.config.structured_output_hints
+        if app.config.structured_output_hints and (engine is None or engine.tag is None)
         else None
     )
-    exchange = Exchange(app, headers, deadline, hint)
+    exchange = Exchange(app, headers, deadline, hint, engine)
     if body.get("stream"):
         await StreamRelay(exchange, body).run(flow, send)
     else:
@@ -218,7 +220,7 @@ async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
     except GuardError as exc:
         verdict: GuardVerdict = exc.violation
         attempts = len(exc.attempts)
-        headers = _toolguard_headers(attempts, verdict.kind)
+        headers = _toolguard_headers(attempts, verdict.kind) + engine_headers(ex, exc.attempts)
         if (
             verdict.kind in ("truncated", "runaway")
             and not (verdict.kind == "runaway" and app.config.runaway_action == "error")
@@ -245,7 +247,8 @@ async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
     if usage is not None:
         out["usage"] = usage
     headers = _toolguard_headers(len(result.attempts), result.guard.verdict.kind)
-    await send_json(send, 200, out, headers=headers + repair_headers(app.metrics, result.guard))
+    headers += repair_headers(app.metrics, result.guard) + engine_headers(ex, result.attempts)
+    await send_json(send, 200, out, headers=headers)
 
 
 def _toolguard_headers(attempts: int, verdict: str) -> list[tuple[bytes, bytes]]:

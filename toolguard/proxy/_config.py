@@ -48,6 +48,8 @@ __all__ = [
 ]
 
 ENV_PREFIX = "TOOLGUARD_PROXY_"
+#: The engines ``engine`` names (``_engine`` says what each gets).
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "llamacpp", "openai", "generic")
 
 GuardMode = Literal["hold", "pass"]
 RunawayAction = Literal["retry", "stop", "error"]
@@ -137,6 +139,24 @@ _PROPERTIES: dict[str, Any] = {
         "default": {},
         "description": "Call format per model name (shell patterns, e.g. {'*Llama-3*': 'llama3'}); the first"
         " match wins over call_format. Config file or JSON in TOOLGUARD_PROXY_CALL_FORMATS.",
+    },
+    "engine_constraints": {
+        "enum": ["auto", "off"],
+        "default": "auto",
+        "description": "auto: ask engines that can (vLLM, SGLang) to enforce the whole turn with a structural"
+        " tag built from the tools (never over the client's own response_format/structured_outputs; a"
+        " refused constraint is dropped and the request sent again); off: send requests as they came.",
+    },
+    "engine": {
+        "enum": ["auto", *ENGINES],
+        "default": "auto",
+        "description": "The upstream engine (auto: detected from /v1/models owned_by and server headers,"
+        " once per upstream).",
+    },
+    "engine_call_format": {
+        "enum": ["hermes", "llama3", "mistral"],
+        "default": "hermes",
+        "description": "The call syntax the served model's chat template uses, for the engine constraint.",
     },
     "structured_output_hints": {
         "type": "boolean",
@@ -234,6 +254,9 @@ class ProxyConfig:
     repair_calls: bool = _P.repair_calls
     call_format: str = _P.call_format
     call_formats: dict[str, str] = field(default_factory=dict)
+    engine_constraints: str = "auto"
+    engine: str = "auto"
+    engine_call_format: str = "hermes"
     structured_output_hints: bool = False
     hint_style: HintStyle = "structured_outputs"
     auth_token: str | None = field(default=None, repr=False)

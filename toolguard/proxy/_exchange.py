@@ -24,6 +24,7 @@ from ._upstream import Deadline, filter_response_headers, parse_retry_after
 
 if TYPE_CHECKING:
     from ._app import ProxyApp
+    from ._engine import EnginePlan
 
 __all__ = ["ERROR_BODY_LIMIT", "QUOTE_CHARS", "Exchange", "upstream_error_body", "violation_body"]
 
@@ -76,19 +77,31 @@ def upstream_error_body(exc: UpstreamError) -> tuple[int, dict[str, Any], list[t
 class Exchange:
     """What every attempt of one request shares: the app, forwarded headers, deadline, hint."""
 
-    __slots__ = ("app", "deadline", "headers", "hint", "url")
+    __slots__ = ("app", "deadline", "engine", "headers", "hint", "url")
 
     def __init__(
-        self, app: ProxyApp, headers: list[tuple[str, str]], deadline: Deadline, hint: dict[str, Any] | None
+        self,
+        app: ProxyApp,
+        headers: list[tuple[str, str]],
+        deadline: Deadline,
+        hint: dict[str, Any] | None,
+        engine: EnginePlan | None = None,
     ) -> None:
         self.app = app
         self.headers = headers
         self.deadline = deadline
         self.hint = hint
+        self.engine = engine  # the engine constraint and its fallbacks (``_engine``)
         self.url = app.upstream.chat_url
 
     async def open(self, body: dict[str, Any]) -> httpx.Response:
         payload = {**body, **self.hint} if self.hint else body
+        if self.engine is not None:
+            return await self.engine.open(self, payload)
+        return await self.send(payload)
+
+    async def send(self, payload: dict[str, Any]) -> httpx.Response:
+        """One upstream request with ``payload`` as it is."""
         return await self.app.upstream.open(
             "POST",
             self.url,
