@@ -193,8 +193,7 @@ class RetryFlow:
             tool_choice=self.choice,
             detector=factory,
             limits=policy.limits,
-            # Streams repair once the release gate can hand a repaired call out as tool_calls deltas.
-            repair=policy.repair_calls and not self.body.get("stream"),
+            repair=policy.repair_calls,
             call_format=policy.call_format,
         )
 

@@ -129,10 +129,10 @@ def test_a_call_written_as_text_that_breaks_its_schema_is_reasked_as_a_call() ->
     assert added[1]["role"] == "tool" and "city" in added[1]["content"]
 
 
-def test_streams_are_not_repaired_until_the_gate_releases_repaired_calls() -> None:
+def test_streams_are_repaired_too() -> None:
     text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-    _, attempts, _ = drive(RetryFlow({**BODY, "stream": True}), [[ContentDelta(text), Finish("stop")], GOOD])
-    assert attempts[0].guard.verdict.kind == "call_in_content" and len(attempts) == 2
+    result, attempts, _ = drive(RetryFlow({**BODY, "stream": True}), [[ContentDelta(text), Finish("stop")]])
+    assert len(attempts) == 1 and result.guard.repaired
 
 
 def test_runaway_retries_with_changed_sampling_never_identical() -> None:

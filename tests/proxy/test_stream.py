@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -142,9 +143,25 @@ def test_fabricated_text_after_the_call_is_cut(hold: ProxyServer, upstream: Scri
     assert len(upstream.chat_requests) == 1
 
 
-def test_call_written_into_content_is_reasked(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+@pytest.mark.parametrize("mode", ["hold", "pass"])
+def test_a_valid_call_written_into_content_streams_as_a_tool_call(
+    mode: str, hold: ProxyServer, passing: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    text = ("Let me look. <tool_", 'call>{"name": "get_weather", ', '"arguments": {"city": "Paris"}}')
+    text += ("</tool_call>",)
+    upstream.script(Reply.text(*text, "<tool_response>made up</tool_response>"))
+    result = _stream(hold if mode == "hold" else passing)
+    assert result["calls"][0]["name"] == "get_weather"
+    assert json.loads(result["calls"][0]["arguments"]) == {"city": "Paris"}
+    assert result["content"] == "Let me look. " and result["finish"] == "tool_calls"
+    assert len(upstream.chat_requests) == 1, "no second generation"
+
+
+def test_an_invalid_call_written_into_content_is_reasked(
+    hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
     upstream.script(
-        Reply.text('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'), good()
+        Reply.text('<tool_call>{"name": "get_weather", "arguments": {"city": 7}}</tool_call>'), good()
     )
     result = _stream(hold)
     assert result["calls"][0]["arguments"] == GOOD_ARGS

@@ -141,6 +141,16 @@ def test_a_valid_call_written_into_the_content_is_delivered_as_a_tool_call(
     assert report is not None and report.verdict.kind == "ok"
 
 
+def test_a_valid_call_written_into_the_content_streams_as_a_tool_call(
+    client: Any, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(h.call_in_content())
+    content, calls, finish = ask(toolguard.wrap(client), stream=True)
+    assert not content and finish == "tool_calls"
+    assert calls[0]["name"] == "get_weather" and json.loads(calls[0]["arguments"]) == {"city": "Paris"}
+    assert len(upstream.chat_requests) == 1
+
+
 def test_a_fabricated_result_beside_the_calls_is_cut_from_a_completion(
     client: Any, upstream: ScriptedUpstream
 ) -> None:
