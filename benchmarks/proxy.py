@@ -260,7 +260,7 @@ def relay_cpu_per_chunk(repeats: int) -> float:
 
     from toolguard import Guard, ToolSet
     from toolguard._events import ContentDelta
-    from toolguard.proxy._chunks import ChunkWriter, read_chunk
+    from toolguard._openai import ChunkWriter, read_chunk
     from toolguard.proxy._sse import SSEDecoder
 
     tools = ToolSet.from_openai([TOOL])

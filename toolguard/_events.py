@@ -2,7 +2,8 @@
 
 Front doors translate their wire format into these (an OpenAI ``ChatCompletionChunk`` delta, a proxy's SSE
 event, a local model's sampled token) and feed them to ``Guard.feed``. They are frozen, slotted dataclasses
-compared by value (h11's ``_events.py``), so tests assert on plain lists of events.
+compared by value (h11's ``_events.py``), so tests assert on plain lists of events. Reading them off the
+OpenAI wire (chunks, whole messages) is ``toolguard._openai``'s job.
 
 - ``ContentDelta(text)``: assistant text.
 - ``ToolCallDelta(index, id=None, name=None, arguments="")``: a fragment of tool call ``index``; ``name`` and
@@ -15,9 +16,8 @@ compared by value (h11's ``_events.py``), so tests assert on plain lists of even
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 __all__ = ["ContentDelta", "Finish", "GuardEvent", "TokenDelta", "ToolCallDelta"]
 
@@ -56,18 +56,3 @@ class Finish:
 
 GuardEvent: TypeAlias = ContentDelta | ToolCallDelta | TokenDelta | Finish
 
-
-def message_events(message: Mapping[str, Any] | Any, finish_reason: str | None) -> list[GuardEvent]:
-    """The events of a whole assistant message (a dict or an SDK ``ChatCompletionMessage``) and ``Finish``."""
-    get = message.get if isinstance(message, Mapping) else lambda k, d=None: getattr(message, k, d)
-    events: list[GuardEvent] = []
-    content = get("content")
-    if isinstance(content, str) and content:
-        events.append(ContentDelta(content))
-    for i, call in enumerate(get("tool_calls") or ()):
-        cget = call.get if isinstance(call, Mapping) else lambda k, d=None, c=call: getattr(c, k, d)
-        fn = cget("function")
-        fget = fn.get if isinstance(fn, Mapping) else lambda k, d=None, f=fn: getattr(f, k, d)
-        events.append(ToolCallDelta(i, cget("id"), fget("name") or "", fget("arguments") or ""))
-    events.append(Finish(finish_reason))
-    return events

@@ -45,9 +45,10 @@ from typing import Any
 
 from ._choice import parse_tool_choice
 from ._content_calls import ContentCallScan
-from ._events import ContentDelta, Finish, GuardEvent, TokenDelta, ToolCallDelta, message_events
+from ._events import ContentDelta, Finish, GuardEvent, TokenDelta, ToolCallDelta
 from ._events import __all__ as _events_all
 from ._exceptions import UsageError
+from ._openai import message_events
 from ._runaway import FINISH_REASON_REPETITION, RunawayConfig, RunawayDetector
 from ._tools import ToolCall, ToolSet
 from ._verdict import (

@@ -35,8 +35,9 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ._exceptions import UpstreamProtocolError, UsageError
+from ._exceptions import UsageError
 from ._executor import AsyncExecutor, Executor
+from ._openai import reply_message
 from ._records import ExecutionRecord
 from ._tools import ToolCall, ToolSet
 from .formats import Format, parse
@@ -102,26 +103,11 @@ class _Reply:
 
 
 def _normalise_reply(response: Any) -> _Reply:
-    """Read choice 0 of a ChatCompletion; raise ``UpstreamProtocolError`` for anything else."""
-    dump = getattr(response, "model_dump", None)
-    data = dump() if callable(dump) else response
-    if not isinstance(data, Mapping):
-        raise UpstreamProtocolError(
-            f"the model client returned {type(response).__name__}; "
-            "expected a ChatCompletion or an equivalent dict"
-        )
-    choices = data.get("choices") or []
-    if not choices or not isinstance(choices[0], Mapping):
-        raise UpstreamProtocolError("the model's reply has no choices")
-    message = choices[0].get("message") or {}
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    """Read choice 0 of a ChatCompletion (``toolguard._openai.reply_message``); raise
+    ``UpstreamProtocolError`` for anything else."""
+    message, finish_reason = reply_message(response)
     calls = [ToolCall.from_openai(tc) for tc in message.get("tool_calls") or []]
-    legacy = message.get("function_call")
-    if not calls and isinstance(legacy, Mapping):
-        calls = [ToolCall.from_openai({"function": legacy})]
-    return _Reply(content=content, tool_calls=tuple(calls), finish_reason=choices[0].get("finish_reason"))
+    return _Reply(content=message.get("content"), tool_calls=tuple(calls), finish_reason=finish_reason)
 
 
 def _signature(call: ToolCall) -> tuple[str, str]:

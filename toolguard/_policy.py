@@ -6,11 +6,14 @@ Every budget is counted per request; ``max_attempts`` caps them all together.
 
 from __future__ import annotations
 
+import random as _random
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Literal, TypeAlias
 
 from ._exceptions import ConfigError
 from ._guard import GuardLimits
+from ._retry import exponential_backoff
 from ._runaway import MAX_RUNAWAY_RETRIES, RunawayConfig, RunawayPolicy
 
 __all__ = ["Policy", "StreamMode"]
@@ -97,6 +100,17 @@ class Policy:
         repair_format(self.call_format)
         if self.max_tokens_growth <= 1:
             raise ConfigError("Policy.max_tokens_growth must be greater than 1")
+
+    def backoff(self, retry: int, random: Callable[[], float] | None = None) -> float:
+        """Seconds before upstream retry number ``retry`` (1-based) when no ``Retry-After`` says otherwise:
+        ``toolguard._retry.exponential_backoff`` of ``backoff_initial``, ``backoff_max`` and the jitter."""
+        return exponential_backoff(
+            retry,
+            initial=self.backoff_initial,
+            cap=self.backoff_max,
+            jitter=self.backoff_jitter,
+            random=random or _random.random,
+        )
 
 
 DEFAULT_POLICY = Policy()

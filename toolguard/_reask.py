@@ -288,8 +288,7 @@ class RetryFlow:
             if failure.retry_after > policy.max_retry_after:
                 return None
             return max(0.0, failure.retry_after)
-        base = min(policy.backoff_max, policy.backoff_initial * 2 ** (retry - 1))
-        return float(base * (1.0 - policy.backoff_jitter * _JITTER.random()))
+        return policy.backoff(retry, _JITTER.random)
 
 
 def _describe(error: BaseException) -> str:

@@ -26,7 +26,14 @@ from typing import Any, TypeAlias
 
 from ._exceptions import ConfigError
 
-__all__ = ["DEFAULT_ATTEMPTS", "ExceptionMatcher", "RetryPolicy", "default_not_executed", "default_transient"]
+__all__ = [
+    "DEFAULT_ATTEMPTS",
+    "ExceptionMatcher",
+    "RetryPolicy",
+    "default_not_executed",
+    "default_transient",
+    "exponential_backoff",
+]
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_BACKOFF = 0.2  # seconds before the second attempt
@@ -83,6 +90,23 @@ def default_not_executed(exc: BaseException) -> bool:
     return _httpx_class(exc, "ConnectError")
 
 
+def exponential_backoff(
+    retry: int,
+    *,
+    initial: float,
+    cap: float,
+    jitter: float,
+    multiplier: float = 2.0,
+    random: Callable[[], float] = _random.random,
+) -> float:
+    """Seconds before retry number ``retry`` (1-based): ``initial * multiplier**(retry-1)`` capped at ``cap``,
+    times a random factor in ``[1 - jitter, 1]``. The one backoff formula of toolguard: tool runs
+    (``RetryPolicy``), the re-ask flow's upstream retries (``Policy.backoff``) and the proxy's pass-through
+    requests all wait by it."""
+    base = min(cap, initial * multiplier ** (retry - 1))
+    return float(base * (1.0 - jitter * random()))
+
+
 def _matches(matcher: ExceptionMatcher, exc: BaseException) -> bool:
     if isinstance(matcher, tuple):
         return isinstance(exc, matcher)
@@ -119,8 +143,14 @@ class RetryPolicy:
 
     def delay(self, failed_attempt: int) -> float:
         """Seconds to wait after attempt number ``failed_attempt`` (1-based) failed."""
-        base = min(self.max_backoff, self.backoff * self.multiplier ** (failed_attempt - 1))
-        return base * (1.0 - self.jitter * self.random())
+        return exponential_backoff(
+            failed_attempt,
+            initial=self.backoff,
+            cap=self.max_backoff,
+            jitter=self.jitter,
+            multiplier=self.multiplier,
+            random=self.random,
+        )
 
     def is_transient(self, exc: BaseException) -> bool:
         return _matches(self.transient, exc)

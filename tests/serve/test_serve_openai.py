@@ -201,6 +201,7 @@ def test_keyword_the_grammar_cannot_enforce_is_refused(client: Any, example_tool
             stream=True,
         )
     assert "uniqueItems" in str(info.value)
+    assert info.value.code == "unsupported_keyword"  # snake_case, as every toolguard error code
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._choice import parse_tool_choice
-from .._exceptions import ConfigError, GrammarCompileTimeout, GrammarError, SchemaError, ToolError, UsageError
+from .._exceptions import ConfigError, GrammarError, SchemaError, ToolError, UsageError
+from .._openai import error_body, exception_code
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -169,20 +170,12 @@ def _number(body: Mapping[str, Any], key: str, default: float, low: float, high:
     return float(value)
 
 
-def _error_body(
-    message: str, *, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
 def _classify(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, _BadRequest):
-        return 400, _error_body(str(exc), param=exc.param, code=exc.code)
-    if isinstance(exc, GrammarCompileTimeout):
-        return 400, _error_body(str(exc), code="grammar_compile_timeout")
+        return 400, error_body(str(exc), status=400, param=exc.param, code=exc.code or "invalid_request")
     if isinstance(exc, _CLIENT_ERRORS):
-        return 400, _error_body(str(exc), code=type(exc).__name__)
-    return 500, _error_body(f"{type(exc).__name__}: {exc}", kind="server_error")
+        return 400, error_body(str(exc), status=400, code=exception_code(exc))
+    return 500, error_body(f"{type(exc).__name__}: {exc}", status=500, code="server_error")
 
 
 # -- the app ------------------------------------------------------------------------------------------------
@@ -275,9 +268,10 @@ def create_serve_app(generator: LocalGenerator, *, model_name: str | None = None
     async def model(request: Request) -> Response:
         if request.path_params["model_id"] != server.model_name:
             return JSONResponse(
-                _error_body(
+                error_body(
                     f"model {request.path_params['model_id']!r} not found; this server "
                     f"serves {server.model_name!r}",
+                    status=404,
                     code="model_not_found",
                 ),
                 404,

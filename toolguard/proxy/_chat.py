@@ -26,11 +26,11 @@ import anyio
 from .._choice import parse_tool_choice
 from .._exceptions import GuardError, SchemaError, ToolError, UpstreamError, UpstreamProtocolError, UsageError
 from .._guard import GuardVerdict
+from .._openai import sum_usage
 from .._reask import Attempt, Completed, FlowEvent, RetryFlow, UpstreamFailure
 from .._runaway import FINISH_REASON_REPETITION
 from .._tools import ToolSet
 from .._types import ParsedToolChoice
-from ._chunks import sum_usage
 from ._engine import engine_headers
 from ._exchange import Exchange, upstream_error_body, violation_body
 from ._limits import RequestLimits, check_chat_request, check_tools
@@ -173,7 +173,7 @@ async def handle_chat(
     )
     exchange = Exchange(app, headers, deadline, hint, engine)
     if body.get("stream"):
-        await StreamRelay(exchange, body).run(flow, send)
+        await StreamRelay(exchange, body, call_required=flow.choice.required).run(flow, send)
     else:
         await _complete(exchange, flow, send)
 

@@ -18,9 +18,9 @@ import httpx
 
 from .._exceptions import UpstreamError, UpstreamStatusError, UpstreamTimeout
 from .._guard import GuardVerdict
+from .._openai import error_body, parse_retry_after
 from .._reask import Attempt, Backoff, FlowResult, RetryFlow, UpstreamFailure
-from ._respond import error_body
-from ._upstream import Deadline, filter_response_headers, parse_retry_after
+from ._upstream import Deadline, filter_response_headers
 
 if TYPE_CHECKING:
     from ._app import ProxyApp
@@ -66,7 +66,7 @@ def upstream_error_body(exc: UpstreamError) -> tuple[int, dict[str, Any], list[t
         body = exc.body if isinstance(exc.body, dict) and isinstance(exc.body.get("error"), dict) else None
         if body is None:
             body = error_body(
-                f"upstream answered HTTP {exc.status_code}", status=exc.status_code, code="upstream"
+                f"upstream answered HTTP {exc.status_code}", status=exc.status_code, code="upstream_error"
             )
         headers = exc.headers if isinstance(exc, _StatusError) else []
         return exc.status_code, body, headers

@@ -25,10 +25,10 @@ import httpx
 from .._events import Finish
 from .._exceptions import GuardError, UpstreamError, UpstreamProtocolError
 from .._guard import GuardVerdict
+from .._openai import ChunkWriter, read_chunk, sum_usage
 from .._reask import Attempt, Completed, RetryFlow, UpstreamFailure
-from .._release import CallArguments, CallStart, Piece, ReleaseGate, Text, coalesce
+from .._release import ReleaseGate, coalesce
 from .._runaway import FINISH_REASON_REPETITION
-from ._chunks import ChunkWriter, read_chunk, sum_usage
 from ._exchange import Exchange, upstream_error_body, violation_body
 from ._respond import SSE_HEADERS, send_json
 from ._sse import DONE, SSEDecoder, encode_data
@@ -55,16 +55,14 @@ class _Terminal(Exception):
 class StreamRelay:
     """One streamed request: the client-facing SSE response across every attempt."""
 
-    def __init__(self, ex: Exchange, body: dict[str, Any]) -> None:
+    def __init__(self, ex: Exchange, body: dict[str, Any], *, call_required: bool = False) -> None:
         self.ex = ex
         self.config = ex.app.config
         self.mode = self.config.mode
         options = body.get("stream_options")
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        choice = body.get("tool_choice")
-        # A call is required: any text is a prelude to a violation, so hold it too.
-        required = choice == "required" or isinstance(choice, dict)
-        self.gate = ReleaseGate(self.mode, hold_content=required)
+        # A call is required (the parsed tool_choice): any text is a prelude to a violation, so hold it too.
+        self.gate = ReleaseGate(self.mode, hold_content=call_required)
         self.writer: ChunkWriter | None = None
         self.started = False  # the response's headers went out
         self._prefix: list[bytes] = []  # queued for the last write (a role chunk made at the end)
@@ -137,8 +135,7 @@ class StreamRelay:
             await self._upstream_error(exc)
             return
         writer = self._final_writer()
-        tail: list[bytes] = []
-        _encode(writer, coalesce(self.gate.accept()), tail)
+        tail: list[bytes] = writer.pieces(coalesce(self.gate.accept()))
         tail.append(writer.finish(self.gate.finish_reason(result.guard)))
         await self._end(b"".join(tail))
 
@@ -258,26 +255,12 @@ class StreamRelay:
                 verdict = feed(ev)
                 pieces = release(ev, verdict)
                 if pieces:
-                    _encode(writer, pieces, out)
+                    out.extend(writer.pieces(pieces))
                 if verdict.kind != "ok":
                     return _STOP  # failed, or text after the calls (cut): close the upstream now
                 if type(ev) is Finish:
                     state.done = True  # read on to [DONE] (usage, and the connection goes back to the pool)
         return None
-
-
-def _encode(writer: ChunkWriter, pieces: list[Piece], out: list[bytes]) -> None:
-    """Append the SSE chunks of the released ``pieces``."""
-    for piece in pieces:
-        kind = type(piece)
-        if kind is Text:
-            out.append(writer.content(piece.text))  # type: ignore[union-attr]
-        elif kind is CallStart:
-            out.append(
-                writer.call_start(piece.index, piece.id or _call_id(), piece.name, piece.arguments)  # type: ignore[union-attr]
-            )
-        elif kind is CallArguments:
-            out.append(writer.call_arguments(piece.index, piece.arguments))  # type: ignore[union-attr]
 
 
 async def _drain(chunks: Any) -> None:
@@ -299,7 +282,3 @@ class _AttemptState:
     def __init__(self) -> None:
         self.done = False
         self.usage: dict[str, Any] | None = None
-
-
-def _call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"

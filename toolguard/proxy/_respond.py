@@ -1,10 +1,12 @@
-"""ASGI response helpers and OpenAI-format error bodies, shared by every route of the proxy."""
+"""ASGI response helpers shared by every route of the proxy; error bodies are ``toolguard._openai``'s."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from .._openai import error_body
 
 __all__ = [
     "SSE_HEADERS",
@@ -28,34 +30,6 @@ SSE_HEADERS: list[tuple[bytes, bytes]] = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-
-_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "invalid_request_error",
-    413: "invalid_request_error",
-    429: "rate_limit_error",
-    502: "upstream_error",
-    503: "upstream_error",
-    504: "timeout_error",
-}
-
-
-def error_body(
-    message: str, *, status: int, code: str | None = None, type: str | None = None, param: str | None = None
-) -> dict[str, Any]:
-    """``{"error": {"message", "type", "param", "code"}}``: the shape the openai SDK makes an ``APIError``."""
-    return {
-        "error": {
-            "message": message,
-            "type": type or _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error"),
-            "param": param,
-            "code": code,
-        }
-    }
-
 
 async def send_bytes(
     send: Send,

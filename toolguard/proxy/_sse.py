@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._exceptions import UpstreamProtocolError
+from .._openai import error_body
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -220,4 +221,4 @@ def encode_error(message: str, *, type: str, code: str | None = None, param: str
     openai-python's ``Stream.__stream__`` raises ``APIError(message, body=data["error"])`` for any ``data``
     event (with no ``event:`` name) whose JSON has a truthy ``error`` key (src/openai/_streaming.py).
     """
-    return encode_data({"error": {"message": message, "type": type, "param": param, "code": code}})
+    return encode_data(error_body(message, type=type, code=code, param=param))

@@ -4,7 +4,8 @@ Theory of operation. ``Upstream.open`` sends one request and returns the respons
 (streaming), after retrying what is safe to retry: a connection that could not be made (the request never
 left), ``429`` and ``503`` (the upstream refused before working), and, for requests the caller marks
 ``idempotent`` (chat completions have no side effect but cost), ``408``/``500``/``502``/``504``, read timeouts
-and broken responses. Delays double from ``backoff_initial`` up to ``backoff_max`` with full jitter; a
+and broken responses. Delays double from ``backoff_initial`` up to ``backoff_max``, scaled by a random factor
+in [0.5, 1] (``toolguard._retry.exponential_backoff``, the formula the re-ask flow uses too); a
 ``retry-after`` (or ``retry-after-ms``) header sets the delay instead, and when it is longer than
 ``max_retry_after`` or than what the deadline leaves, the proxy gives up and hands the upstream's answer (with
 its ``retry-after``) to the client. Every wait and every attempt is bounded by the request's ``Deadline``. At
@@ -17,10 +18,8 @@ include request headers, so the upstream key cannot leak into logs or error bodi
 
 from __future__ import annotations
 
-import email.utils
-import random
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,8 @@ import anyio
 import httpx
 
 from .._exceptions import UpstreamError, UpstreamProtocolError, UpstreamTimeout
+from .._openai import parse_retry_after
+from .._retry import exponential_backoff
 
 if TYPE_CHECKING:
     from ._config import ProxyConfig
@@ -39,7 +40,6 @@ __all__ = [
     "Upstream",
     "filter_request_headers",
     "filter_response_headers",
-    "parse_retry_after",
     "translate",
 ]
 
@@ -105,28 +105,6 @@ def filter_response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[by
     pairs = list(headers)
     drop = _RESPONSE_DROP | _connection_tokens(pairs)
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs if k.lower() not in drop]
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait per ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date); else ``None``."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def translate(exc: Exception) -> UpstreamError:
@@ -206,8 +184,8 @@ class Upstream:
         return url + ("?" + query.decode("latin-1") if query else "")
 
     def _delay(self, attempt: int) -> float:
-        cap = min(self._config.backoff_max, self._config.backoff_initial * (2**attempt))
-        return random.uniform(cap / 2, cap) if cap > 0 else 0.0
+        c = self._config
+        return exponential_backoff(attempt + 1, initial=c.backoff_initial, cap=c.backoff_max, jitter=0.5)
 
     async def open(
         self,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._guard import GuardVerdict
+from .._openai import completion_tokens, first_choice
 from .._reask import Attempt, Backoff, Completed, FlowEvent, FlowResult, Outcome, RetryFlow
 from ._delivered import delivered
 from ._pump import ChunkPump, new_gate, upstream_failure
@@ -52,21 +53,10 @@ def _attach(obj: Any, report: GuardReport) -> None:
 
 
 def _feed_completion(attempt: Attempt, completion: Any) -> Completed:
-    choices = completion["choices"] if isinstance(completion, dict) else completion.choices
-    choice = choices[0] if choices else None
-    if choice is None:
-        attempt.guard.feed_message({"content": None}, None)
-    elif isinstance(choice, dict):
-        attempt.guard.feed_message(choice.get("message") or {}, choice.get("finish_reason"))
-    else:
-        attempt.guard.feed_message(choice.message, choice.finish_reason)
+    message, finish_reason = first_choice(completion)
+    attempt.guard.feed_message(message, finish_reason)
     usage = completion.get("usage") if isinstance(completion, dict) else completion.usage
-    tokens = (
-        usage.get("completion_tokens")
-        if isinstance(usage, dict)
-        else getattr(usage, "completion_tokens", None)
-    )
-    return Completed(completion, tokens if isinstance(tokens, int) else None)
+    return Completed(completion, completion_tokens(usage))
 
 
 # ------------------------------------------------------------------------------------------------ sync

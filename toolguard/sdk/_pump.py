@@ -9,7 +9,8 @@ upstream stream (a failing verdict, or text cut after the calls); ``flush()`` re
 once the flow accepted the attempt. The pump only encodes: a chunk whose deltas the gate released as they
 came is returned as it is (the SDK's own object, every field kept); otherwise a copy of it carries the
 released pieces, and held chunks released at the end unchanged come back as themselves. One gate spans every
-attempt of a request (``new_gate``); a pump made with a mode string gets a gate of its own.
+attempt of a request (``new_gate``); a pump made with a mode string gets a gate of its own. Reading a chunk
+and writing one are ``toolguard._openai``'s (``choice_events``, ``pieces_chunk``, ``closing_chunk``).
 
 ``upstream_failure(exc)`` maps the openai SDK's exceptions (and a malformed SSE payload) to the flow's
 ``UpstreamFailure``; anything else is not an upstream failure and returns ``None`` (the driver re-raises).
@@ -18,14 +19,12 @@ Per chunk the pump does O(deltas) work plus the Guard's.
 
 from __future__ import annotations
 
-import email.utils
-import time
-import uuid
 from typing import Any
 
-from .._events import ContentDelta, Finish, ToolCallDelta
+from .._events import ContentDelta, Finish
 from .._exceptions import UpstreamProtocolError
 from .._guard import Guard, GuardVerdict
+from .._openai import choice_events, closing_chunk, completion_tokens, parse_retry_after, pieces_chunk
 from .._policy import StreamMode
 from .._reask import Completed, RetryFlow, UpstreamFailure
 from .._release import CallArguments, CallStart, Piece, ReleaseGate, Text
@@ -35,8 +34,7 @@ __all__ = ["ChunkPump", "new_gate", "upstream_failure"]
 
 def new_gate(flow: RetryFlow) -> ReleaseGate:
     """The release gate of one request driven by ``flow`` (text is held too when a call is required)."""
-    choice = flow.tool_choice
-    return ReleaseGate(flow.policy.stream, hold_content=choice == "required" or isinstance(choice, dict))
+    return ReleaseGate(flow.policy.stream, hold_content=flow.choice.required)
 
 
 class ChunkPump:
@@ -72,7 +70,7 @@ class ChunkPump:
             return []
         self.chunks += 1
         self.last = chunk
-        events, finish = _dict_events(choices[0]) if is_dict else _events(choices[0])
+        events, finish = choice_events(choices[0])
         guard = self.guard
         release = self.gate.feed
         verdict: GuardVerdict | None = None
@@ -89,7 +87,7 @@ class ChunkPump:
             self.finished = verdict.kind == "ok"
         if verdict is not None and verdict.kind != "ok":
             self.stop = True  # failed, or fabricated text: the upstream stream is closed now
-            return _encode(chunk, live) if live else []
+            return [pieces_chunk(chunk, live)] if live else []
         natural = _natural(events)
         if not self.finished:
             if live == natural:
@@ -97,12 +95,12 @@ class ChunkPump:
             if not live and self.gate.mode == "hold":
                 self.replay.append((chunk, natural))
                 return []
-            return _encode(chunk, live) if live else []
+            return [pieces_chunk(chunk, live)] if live else []
         accepted = self._accepted(chunk)
         reason = self.gate.finish_reason(guard)
         if live == natural and not accepted and reason == finish:
             return [chunk]
-        out = _encode(chunk, live) if live else []
+        out = [pieces_chunk(chunk, live)] if live else []
         out.extend(accepted)
         out.append(chunk if not natural and reason == finish else closing_chunk(chunk, reason))
         return out
@@ -115,7 +113,7 @@ class ChunkPump:
             return []
         if replay and [p for _, carried in replay for p in carried] == pieces:
             return [c for c, _ in replay]
-        return [_encode(template, [p])[0] for p in pieces]
+        return [pieces_chunk(template, [p]) for p in pieces]
 
     def flush(self) -> list[Any]:
         """What is still held once the attempt was accepted, with a closing chunk when the upstream's own
@@ -130,44 +128,8 @@ class ChunkPump:
         return out
 
     def completed(self) -> Completed:
-        usage = self.usage
-        tokens = (
-            usage.get("completion_tokens")
-            if isinstance(usage, dict)
-            else getattr(usage, "completion_tokens", None)
-        )
-        return Completed(None, tokens if isinstance(tokens, int) else self.chunks)
-
-
-def _events(choice: Any) -> tuple[list[Any], str | None]:
-    """The Guard events of one SDK ``Choice`` and its ``finish_reason``."""
-    delta = choice.delta
-    events: list[Any] = []
-    content = delta.content
-    if content:
-        events.append(ContentDelta(content))
-    for tc in delta.tool_calls or ():
-        fn = tc.function
-        if fn is None:
-            events.append(ToolCallDelta(tc.index, tc.id))
-        else:
-            events.append(ToolCallDelta(tc.index, tc.id, fn.name, fn.arguments or ""))
-    return events, choice.finish_reason
-
-
-def _dict_events(choice: dict[str, Any]) -> tuple[list[Any], str | None]:
-    """The dict twin of ``_events`` (``LocalGenerator`` streams ``chat.completion.chunk`` dicts)."""
-    delta = choice.get("delta") or {}
-    events: list[Any] = []
-    content = delta.get("content")
-    if content:
-        events.append(ContentDelta(content))
-    for tc in delta.get("tool_calls") or ():
-        fn = tc.get("function") or {}
-        events.append(
-            ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
-        )
-    return events, choice.get("finish_reason")
+        tokens = completion_tokens(self.usage)
+        return Completed(None, self.chunks if tokens is None else tokens)
 
 
 def _natural(events: list[Any]) -> list[Piece]:
@@ -186,60 +148,12 @@ def _natural(events: list[Any]) -> list[Piece]:
     return out
 
 
-def _encode(template: Any, pieces: list[Piece]) -> list[Any]:
-    """One chunk shaped like ``template`` (SDK object or dict) carrying ``pieces``, no finish reason."""
-    text = "".join(p.text for p in pieces if type(p) is Text)  # type: ignore[union-attr]
-    calls: list[dict[str, Any]] = []
-    for p in pieces:
-        if type(p) is CallStart:
-            calls.append(
-                {
-                    "index": p.index,
-                    "id": p.id or f"call_{uuid.uuid4().hex[:24]}",
-                    "type": "function",  # type: ignore[union-attr]
-                    "function": {"name": p.name, "arguments": p.arguments},
-                }  # type: ignore[union-attr]
-            )
-        elif type(p) is CallArguments:
-            calls.append({"index": p.index, "function": {"arguments": p.arguments}})  # type: ignore[union-attr]
-    delta: dict[str, Any] = {}
-    if text:
-        delta["content"] = text
-    if calls:
-        delta["tool_calls"] = calls
-    if isinstance(template, dict):
-        choice = {"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}
-        return [{**template, "choices": [choice]}]
-    from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta
-
-    return [
-        template.model_copy(
-            update={
-                "choices": [Choice(index=0, delta=ChoiceDelta.model_validate(delta), finish_reason=None)],
-                "usage": None,
-            }
-        )
-    ]
-
-
-def closing_chunk(template: Any, finish_reason: Any) -> Any:
-    """A copy of ``template`` (a ``ChatCompletionChunk`` or a dict): empty delta, ``finish_reason``."""
-    if isinstance(template, dict):
-        choice = {"index": 0, "delta": {}, "finish_reason": finish_reason, "logprobs": None}
-        return {**template, "choices": [choice]}
-    from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta
-
-    return template.model_copy(
-        update={"choices": [Choice(index=0, delta=ChoiceDelta(), finish_reason=finish_reason)], "usage": None}
-    )
-
-
 def upstream_failure(exc: BaseException) -> UpstreamFailure | None:
     """The flow's ``UpstreamFailure`` for an exception raised while talking to the upstream, else ``None``."""
     import openai
 
     if isinstance(exc, openai.APIStatusError):
-        return UpstreamFailure(exc, exc.status_code, retry_after(exc.response.headers))
+        return UpstreamFailure(exc, exc.status_code, parse_retry_after(exc.response.headers))
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError and a dropped connection
         return UpstreamFailure(exc)
     if isinstance(exc, openai.APIError):  # an error event inside the stream
@@ -249,25 +163,3 @@ def upstream_failure(exc: BaseException) -> UpstreamFailure | None:
         error.__cause__ = exc
         return UpstreamFailure(error)
     return None
-
-
-def retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date); ``None`` if absent."""
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000)
-        value = headers.get("retry-after")
-    except (AttributeError, ValueError):
-        return None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
