@@ -243,7 +243,7 @@ def _build_turn_grammar(
         except GrammarError as exc:
             if not _unsatisfiable(exc):
                 raise
-            uncallable = _uncallable(eng, vocab, tools, prepared, opts, compile_timeout)
+            uncallable = _uncallable(eng, vocab, tools, prepared, opts, compile_timeout, exc)
             prepared = [(name, schema) for name, schema in prepared if name not in uncallable]
             if not prepared and mode == "auto":
                 mode = "none"  # free text only: no call could be valid
@@ -270,12 +270,15 @@ def _unsatisfiable(exc: GrammarError) -> bool:
 
 
 def _uncallable(eng: Any, vocab: Vocab, tools: ToolSet, prepared: list[tuple[str, Any]], opts: dict[str, Any],
-                timeout: float | None) -> dict[str, str]:
+                timeout: float | None, union_error: GrammarError) -> dict[str, str]:
     """The tools whose arguments no value satisfies (each compiled alone; only after the union failed), with
-    the reason: ``explain_unsatisfiable`` on the tool's own schema, else the engine's message."""
+    the reason: ``explain_unsatisfiable`` on the tool's own schema, else the engine's message. A union of
+    one tool is that tool's grammar: its error is reused, not compiled again."""
     out: dict[str, str] = {}
     for name, schema in prepared:
         try:
+            if len(prepared) == 1:
+                raise union_error
             compile_call_grammar(eng, vocab, spec_for([(name, schema)], **opts), vocab.size, timeout=timeout)
         except GrammarError as exc:
             if not _unsatisfiable(exc):
