@@ -78,6 +78,51 @@ CASES = [
     ),
     pytest.param({"type": "string", "maxLength": 3}, '"ab\\n"', None, "", id="escape-within-max"),
     pytest.param({"maxLength": 1}, '"\\ud83d\\ude00"', None, "", id="surrogate-pair-is-one-character"),
+    # an escape that already breaks an enum, a const, a pattern or a closed object's key names dies at its
+    # first character that rules out every character it can still decode to (the backslash: any character;
+    # each \u hex digit: a range of code units), not at its last one
+    pytest.param({"enum": ["a", "b"]}, '"a\\n"', (2, "enum", ""), '"', id="escape-after-a-whole-member"),
+    pytest.param({"const": "x"}, '"x\\u0078"', (2, "const", ""), '"', id="escape-after-the-const"),
+    pytest.param({"enum": ["ab"]}, '"a\\u1234"', (4, "enum", ""), '0062"', id="escape-first-hex-digit"),
+    pytest.param({"enum": ["ab"]}, '"a\\u0063"', (7, "enum", ""), '2"', id="escape-last-hex-digit"),
+    pytest.param({"enum": ["ab"]}, '"a\\u0062"', None, "", id="escape-spelling-the-member"),
+    pytest.param(
+        {"type": "string", "pattern": "^[a-z]*$"}, '"abc\\u0041"', (8, "pattern", ""), '61"',
+        id="escape-pattern-third-digit",
+    ),
+    pytest.param(
+        {"type": "string", "pattern": "^[a-z]*$"}, '"ab\\u1234"', (5, "pattern", ""), '0061"',
+        id="escape-pattern-first-digit",
+    ),
+    # Python's $ (jsonschema's reading) also matches before a final newline: U+000A keeps "ABC" alive until
+    # the third digit leaves U+0040..U+004F
+    pytest.param(
+        {"type": "string", "pattern": "^[A-Z]{3}$"}, '"ABC\\u0041"', (8, "pattern", ""), '0a"',
+        id="escape-pattern-newline-before-dollar",
+    ),
+    pytest.param(
+        {"type": "string", "pattern": "^[a-z]*$"}, '"ab\\u0063"', None, "", id="escape-pattern-within"
+    ),
+    pytest.param(
+        {"type": "object", "properties": {"ab": {}}, "additionalProperties": False},
+        '{"a\\u1234": 1}',
+        (5, "additionalProperties", ""),
+        '0062": 1}',
+        id="escape-key-first-digit",
+    ),
+    pytest.param(
+        {"type": "object", "properties": {"a": {}}, "additionalProperties": False},
+        '{"a\\n": 1}',
+        (3, "additionalProperties", ""),
+        '": 1}',
+        id="escape-key-after-the-whole-name",
+    ),
+    # an astral member: its escape is a surrogate pair, the first half counts by its high surrogate, and the
+    # second half decides at its last digit
+    pytest.param({"enum": ["a\U0001F600"]}, '"a\\ud83d\\ude00"', None, "", id="escape-astral-member"),
+    pytest.param(
+        {"enum": ["a\U0001F600"]}, '"a\\ud83d\\ude01"', (13, "enum", ""), '0"', id="escape-astral-other"
+    ),
     # stay at the close: an underflowing float completes them validly
     pytest.param({"minimum": 0}, "-5", (2, "minimum", ""), "e-400", id="minus-under-minimum-0-waits"),
     pytest.param({"minimum": 0}, "-0.5", (4, "minimum", ""), "e-400", id="minus-half-under-minimum-0-waits"),
@@ -115,3 +160,16 @@ def test_offset_at_every_split(schema: Any, text: str, expected: Any, witness: s
     if expected is not None and witness is not None:
         completed = text[: expected[0]] + witness
         assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(completed)), completed
+
+
+@pytest.mark.parametrize(("before", "offset"), [(5, 2), (40, 5)])
+def test_escapes_past_the_probe_budget_wait_for_their_last_digit(before: int, offset: int) -> None:
+    """A pattern is probed with every character an escape's range still holds, within a per-document budget
+    (``_prefix.RANGE_PROBE_BUDGET``, charged by range size whatever the chunking): 30 escapes use it up, and
+    later ones are decided at their last hex digit again (late, never early)."""
+    schema = {"type": "string", "pattern": "^[a-z]*$"}
+    text = '"' + "\\u0061" * before + '\\u1234"'
+    expected = (1 + 6 * before + offset, "pattern", "")
+    assert _outcome(validate_json(schema, text)) == expected
+    for cut in (2, 4, 6 * before - 2, 6 * before + 3, 6 * before + 5):
+        assert _outcome(_feed(schema, [text[:cut], text[cut:]])) == expected, cut

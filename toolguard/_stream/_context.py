@@ -2,8 +2,9 @@
 
 ``Ev``, ``KeyName`` and the keyword checks run inside ``Engine`` but must not import it (the engine imports
 them). They see it through this protocol: the offset of the current character, the regex time budget and the
-patterns that ran out of it, the format checker, and the verbs that build a violation (``violation``),
-shorten one for a message (``short``) and end the stream (``reject``). Types only: nothing here runs.
+patterns that ran out of it, the pattern probes left for escapes, the format checker, and the verbs that
+build a violation (``violation``), shorten one for a message (``short``) and end the stream (``reject``).
+Types only: nothing here runs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class EvalContext(Protocol):
     off: int
     regex_timeout: float
     slow_patterns: set[int]
+    range_probes: int  # pattern probes left for escapes (``_prefix.range_death``)
     format_checker: Any
 
     def violation(self, frame: Frame | None, keyword: str, detail: str) -> Violation: ...

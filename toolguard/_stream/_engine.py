@@ -31,7 +31,7 @@ from ._frame import Frame
 from ._frame import escape as _escape
 from ._frame import release as _release
 from ._parser import JsonHandlerBase
-from ._prefix import KeyName
+from ._prefix import RANGE_PROBE_BUDGET, KeyName
 from ._types import Violation
 
 __all__ = ["Engine", "Rejected"]
@@ -71,6 +71,7 @@ class Engine(JsonHandlerBase):
         self.s_parts: list[str] = []
         self.s_num = ""
         self.slow_patterns: set[int] = set()  # Evs whose partial pattern check ran out of time
+        self.range_probes = RANGE_PROBE_BUDGET  # pattern probes left for escapes (``range_death``)
         self._root_specs: list[tuple[Ev | None, int, Node, Any]] = [(None, Role.ROOT, compiled.root, None)]
 
     # -- helpers ---------------------------------------------------------------------------------------------
@@ -325,21 +326,46 @@ class Engine(JsonHandlerBase):
                     self.off = offset + k - 1
                     ev.die(self.violation(ev.frame, keyword, detail), self)
 
-    def escape_start(self, offset: int) -> None:
-        """A backslash in a string or key: a string already at its ``maxLength`` cannot take the character the
-        escape will add, so it dies at the backslash rather than at the escape's last character."""
+    def _escape_frame(self) -> Frame | None:
+        """The frame of the string or key an escape is being read in, when it has prefix checks."""
         if self.s_kind == "string":
             f = self.s_frame
         else:
             top = self.top
             f = top.kf if top is not None else None
-        if f is None or f.early is None:
+        return None if f is None or f.early is None else f
+
+    def escape_start(self, offset: int) -> None:
+        """A backslash in a string or key: a string already at its ``maxLength`` cannot take the character the
+        escape will add, and one no member of an ``enum``/``const`` (or no allowed key name) continues by any
+        character cannot either: it dies at the backslash rather than at the escape's last character."""
+        f = self._escape_frame()
+        if f is None:
             return
         for ev in f.early:
             node = getattr(ev, "node", None)  # a KeyName filter has none
             if not ev.dead and node is not None and node.max_len is not None and f.slen >= node.max_len:
                 self.off = offset
                 ev.fail(self, "maxLength", f"the string is longer than the maxLength of {node.max_len}")
+        self._range_early(f, 0, 0xFFFF, offset)
+
+    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1) -> None:
+        """A ``\\u`` escape's hex digit narrowed the character it adds to code units ``lo..hi``: a string no
+        such character continues dies at this digit (``range_death`` of each prefix check)."""
+        f = self._escape_frame()
+        if f is not None:
+            self._range_early(f, lo, hi, offset, hint)
+
+    def _range_early(self, f: Frame, lo: int, hi: int, offset: int, hint: int = -1) -> None:
+        if f.slen >= self.partial_max:  # past it, text checks wait for the closing quote (as _string_early)
+            return
+        assert f.early is not None
+        for ev in f.early:
+            if not ev.dead:
+                found = ev.range_death(f.sjoin, lo, hi, self, hint)
+                if found is not None:
+                    self.off = offset
+                    ev.die(self.violation(ev.frame, *found), self)
 
     def string_full(self, text: str, start: int, end: int) -> None:
         self.value_start("string", start, text)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._schema._node import FALSE_NODE, KIND_BITS, TRUE_NODE, Node, Role
 from .._schema._values import describe, json_unique
 from ._checks import _choices_text, begin_error, final_error, scalar_error
-from ._prefix import choice_death, pattern_death
+from ._prefix import choice_death, choice_range_death, pattern_death, pattern_range_death, range_text
 from ._types import Violation
 
 if TYPE_CHECKING:
@@ -209,6 +209,27 @@ class Ev:
                 elif kp is None:  # ran out of time: decide this pattern at the closing quote only
                     ctx.slow_patterns.add(id(self))
         return best, keyword, detail
+
+    def range_death(
+        self, prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1
+    ) -> tuple[str, str] | None:
+        """(keyword, detail) when the string ``prev`` cannot go on with any character whose first code unit is
+        in ``lo..hi`` (the character an escape is adding: ``Engine.escape_start`` / ``escape_range``), else
+        ``None``. ``maxLength`` is the backslash's own check; here, enum/const prefixes (exact) and anchored
+        patterns (probed, small ranges only)."""
+        node = self.node
+        for ch in node.choices:
+            if choice_range_death(ch.strings, prev, lo, hi):
+                what = range_text(prev, lo, hi)
+                return ch.keyword, f"{what} cannot become any of {_choices_text(ch.values)}"
+        if node.pattern_early and id(self) not in ctx.slow_patterns:
+            dead = pattern_range_death([node.pattern], prev, lo, hi, ctx, hint)
+            if dead:
+                what = range_text(prev, lo, hi)
+                return "pattern", f"{what} can no longer match the pattern {node.pattern_src!r}"
+            if dead is None:  # ran out of time: decide this pattern at the closing quote only
+                ctx.slow_patterns.add(id(self))
+        return None
 
     # -- object events ---------------------------------------------------------------------------------------
 

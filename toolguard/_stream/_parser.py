@@ -21,7 +21,10 @@ Events (methods called on the handler; offsets index the whole stream):
   the escape's last character.
 - ``string_end(offset)`` / ``key_end(offset)``: the closing quote. ``key_start(offset)``: a key's opening
   quote. ``escape_start(offset)``: a backslash that will add at least one character to the string or key
-  being read (not sent for the second half of a surrogate pair).
+  being read (not sent for the second half of a surrogate pair). ``escape_range(lo, hi, offset)``: after a
+  ``\u`` escape's first, second and third hex digit (at ``offset``), the UTF-16 code unit it will decode to
+  lies in ``lo..hi`` (not sent for the second half of a pair either); the decoded character follows at the
+  fourth, whatever the chunking (``hint``: that character's code when the parser already has it, else -1).
 - ``number_part(text, start)``: the number so far (``text`` is everything from ``start``), sent when a chunk
   ends inside a number. ``number_end(text, start, end)``: the whole literal; ``end`` is the offset of the
   character that terminated it (or the stream length at ``close()``).
@@ -93,6 +96,7 @@ class JsonHandler(Protocol):
     def key_part(self, text: str, offset: int) -> None: ...
     def key_end(self, offset: int) -> None: ...
     def escape_start(self, offset: int) -> None: ...
+    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1) -> None: ...
     def number_part(self, text: str, start: int) -> None: ...
     def number_end(self, text: str, start: int, end: int) -> None: ...
     def literal_end(self, offset: int) -> None: ...
@@ -116,6 +120,9 @@ class JsonHandlerBase:
 
     def escape_start(self, offset: int) -> None:
         """A backslash: most handlers wait for the decoded character instead."""
+
+    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1) -> None:
+        """A ``\\u`` escape's first, second or third hex digit: most handlers wait for the fourth."""
 
     def string_full(self, text: str, start: int, end: int) -> None:
         h: Any = self
@@ -221,6 +228,21 @@ class JsonPushParser:
             return
         (self._h.key_part if self._in_key else self._h.string_part)(chr(code), offset)
 
+    def _hex_ranges(self, digits: str, first: int) -> None:
+        """``escape_range`` after each of an escape's first three hex ``digits`` (the first at offset
+        ``first``), as the digit-by-digit path sends them, so every chunking sees the same events; with all
+        four at hand, the code they spell goes along as a ``hint`` (a handler may try it first)."""
+        if self._hi < 0:
+            hint = int(digits, 16) if len(digits) == 4 else -1
+            for k in range(1, min(len(digits), 3) + 1):
+                self._range_after(digits[:k], first + k - 1, hint)
+
+    def _range_after(self, digits: str, offset: int, hint: int = -1) -> None:
+        """The code unit a ``\\u`` escape begun with ``digits`` can still decode to: one range."""
+        shift = 4 * (4 - len(digits))
+        lo = int(digits, 16) << shift
+        self._h.escape_range(lo, lo | ((1 << shift) - 1), offset, hint)
+
     def _end_number(self, end: int) -> None:
         text = self._num
         if _NUM_FULL(text) is None:
@@ -288,11 +310,13 @@ class JsonPushParser:
                             if e == "u":
                                 m = _UESC(chunk, end)
                                 if m is not None:
+                                    self._hex_ranges(m.group(1), base + end + 2)
                                     self._escape_code(int(m.group(1), 16), base + end + 5)
                                     pos = end + 6
                                     continue
                                 if end + 6 <= n:
                                     bad = next(i for i in range(end + 2, end + 6) if chunk[i] not in _HEX)
+                                    self._hex_ranges(chunk[end + 2 : bad], base + end + 2)
                                     raise JsonParseError(
                                         f"invalid \\u escape: {_show(chunk[bad])} is not a hex digit",
                                         base + bad,
@@ -480,6 +504,8 @@ class JsonPushParser:
                         raise JsonParseError(f"invalid \\u escape: {_show(c)} is not a hex digit", base + pos)
                     self._ubuf += c
                     pos += 1
+                    if len(self._ubuf) < 4 and self._hi < 0:
+                        self._range_after(self._ubuf, base + pos - 1)
                     if len(self._ubuf) == 4:
                         state = _STRING
                         self._escape_code(int(self._ubuf, 16), base + pos - 1)

@@ -3,6 +3,11 @@
 A string is checked as it streams, one parser part at a time. ``choice_death`` and ``pattern_death`` find the
 first character at which the prefix can no longer become an allowed value, by binary search over the part:
 both checks are monotone in the prefix (once impossible, always impossible), so O(log part) checks per part.
+An escape adds its character only at its last character; before that, the backslash and each hex digit of a
+``\\u`` escape narrow which character it can be (any; then a range of code units), and
+``choice_range_death`` / ``pattern_range_death`` say whether no character of that range saves the prefix: the
+string then dies at that backslash or digit (``"abc\\u0041"`` under ``^[a-z]*$`` dies at the ``4``: no
+character in U+0040..U+004F is a lowercase letter).
 ``KeyName`` applies the same idea to the key being written in a closed object (``additionalProperties:
 false``): it dies at the first character that no unused declared name and no ``patternProperties`` regex
 (partial match) allows, with a message saying which names were allowed and which are already set.
@@ -10,6 +15,7 @@ false``): it dies at the first character that no unused declared name and no ``p
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +27,80 @@ if TYPE_CHECKING:
     from ._context import EvalContext, EvalParent
     from ._frame import Frame
 
-__all__ = ["KeyName", "choice_death", "first_true", "pattern_death"]
+__all__ = [
+    "RANGE_PROBE_BUDGET",
+    "KeyName",
+    "choice_death",
+    "choice_range_death",
+    "first_true",
+    "pattern_death",
+    "pattern_range_death",
+]
+
+#: Escapes: a pattern is probed with every character of a ``\\u`` escape's remaining range when it holds at
+#: most this many (the first hex digit leaves 4,096)...
+RANGE_PROBE_MAX = 4096
+#: ...and while the document has probes left: past this many, escapes wait for their last digit again.
+RANGE_PROBE_BUDGET = 131072
+_HIGH_SURROGATES = (0xD800, 0xDBFF)
+
+
+def _unit(text: str, i: int) -> int:
+    """The first UTF-16 code unit of ``text[i]`` (what a ``\\u`` escape for it starts with)."""
+    c = ord(text[i])
+    return c if c <= 0xFFFF else 0xD800 + ((c - 0x10000) >> 10)
+
+
+def range_text(prev: str, lo: int, hi: int) -> str:
+    """How a message names ``prev`` followed by the character an escape is adding."""
+    if lo == 0 and hi == 0xFFFF:
+        return f"{describe(prev)} followed by any character (the escape being read)"
+    return f"{describe(prev)} followed by a character in U+{lo:04X}..U+{hi:04X} (the escape being read)"
+
+
+def choice_range_death(strings: tuple[str, ...] | list[str], prev: str, lo: int, hi: int) -> bool:
+    """Whether no member of the sorted ``strings`` continues ``prev`` by a character whose first code unit
+    is in ``lo..hi`` (exact: an astral character counts by its high surrogate, as its escape is written)."""
+    n = len(prev)
+    for i in range(bisect_left(strings, prev), len(strings)):
+        member = strings[i]
+        if not member.startswith(prev):
+            break
+        if len(member) > n and lo <= _unit(member, n) <= hi:
+            return False
+    return True
+
+
+def pattern_range_death(
+    patterns: list[Any], prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1
+) -> bool | None:
+    """Whether no pattern of ``patterns`` can still match ``prev`` + c for any character c in ``lo..hi``.
+
+    Decided by probing every c (partial matches; ``hint``, the escape's own character when the parser has
+    it, first: a valid escape then costs one probe), so only for ranges of at most ``RANGE_PROBE_MAX``
+    outside the high surrogates (those become astral characters with the next escape, or stay alone) and
+    while the document's budget lasts; otherwise ``False`` (not dead: the last digit decides). The budget is
+    charged the range's size whatever the probes cost, so the verdict never depends on the chunking.
+    ``None``: a regex ran out of time."""
+    size = hi - lo + 1
+    if size > RANGE_PROBE_MAX or (lo <= _HIGH_SURROGATES[1] and hi >= _HIGH_SURROGATES[0]):
+        return False
+    if ctx.range_probes < size * len(patterns):
+        return False
+    ctx.range_probes -= size * len(patterns)
+    timeout = ctx.regex_timeout
+    order = range(lo, hi + 1)
+    if lo <= hint <= hi:
+        order = itertools.chain((hint,), order)  # type: ignore[assignment]
+    try:
+        for u in order:
+            probe = prev + chr(u)
+            for pattern in patterns:
+                if pattern.search(probe, partial=True, timeout=timeout) is not None:
+                    return False
+    except TimeoutError:
+        return None
+    return True
 
 
 def choice_death(strings: tuple[str, ...], prev: str, text: str, limit: int) -> int:
@@ -144,6 +223,20 @@ class KeyName:
             except TimeoutError:
                 return False
         return True
+
+    def range_death(
+        self, prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1
+    ) -> tuple[str, str] | None:
+        """(keyword, detail) when no allowed name continues ``prev`` by a character in ``lo..hi`` (an escape
+        being read; see ``Engine.escape_range``), else ``None``."""
+        if not choice_range_death(self.names, prev, lo, hi):
+            return None
+        if self.patterns:
+            rxs = [rx for rx, _, _ in self.patterns]
+            if not pattern_range_death(rxs, prev, lo, hi, ctx, hint):  # alive, undecided or out of time
+                return None
+        what = range_text(prev, lo, hi)
+        return self.keyword, f"no allowed property name starts with {what} ({self._allowed()})"
 
     def _allowed(self) -> str:
         allowed = ", ".join(repr(n) for n in self.names[:8]) or "none"
