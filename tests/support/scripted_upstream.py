@@ -160,6 +160,9 @@ def _merge_deltas(deltas: Sequence[dict[str, Any]]) -> dict[str, Any]:
             slot["function"]["name"] += fn.get("name") or ""
             slot["function"]["arguments"] += fn.get("arguments") or ""
     message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    refusal = "".join(d.get("refusal") or "" for d in deltas)
+    if refusal:
+        message["refusal"] = refusal
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     return message
