@@ -172,8 +172,8 @@ class _Compiler:
         if keyword == "additionalProperties":
             return self._additional(value, node, base)
         if keyword == "propertyNames":
-            names = self._compile(value, base)
-            return lambda x: not isinstance(x, dict) or all(names(k) for k in x)
+            name_check = self._compile(value, base)
+            return lambda x: not isinstance(x, dict) or all(name_check(k) for k in x)
         if keyword == "items":
             if not isinstance(value, (dict, bool)):
                 raise _Unsupported("items as an array")
@@ -241,10 +241,14 @@ class _Compiler:
         needs: dict[str, Check] = {}
         for name, dependency in value.items():
             if isinstance(dependency, list):
-                needs[name] = lambda x, required=tuple(dependency): all(r in x for r in required)
+                needs[name] = _requires(tuple(dependency))
             else:
                 needs[name] = self._compile(dependency, base)
         return lambda x: not isinstance(x, dict) or all(need(x) for name, need in needs.items() if name in x)
+
+
+def _requires(names: tuple[str, ...]) -> Check:
+    return lambda x: all(name in x for name in names)
 
 
 _CACHE: dict[Any, Check | None] = {}

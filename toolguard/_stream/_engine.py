@@ -340,7 +340,7 @@ class Engine(JsonHandlerBase):
         escape will add, and one no member of an ``enum``/``const`` (or no allowed key name) continues by any
         character cannot either: it dies at the backslash rather than at the escape's last character."""
         f = self._escape_frame()
-        if f is None:
+        if f is None or f.early is None:
             return
         for ev in f.early:
             node = getattr(ev, "node", None)  # a KeyName filter has none
