@@ -1,4 +1,5 @@
-"""Escapes under an ``enum``: the rejection lands exactly where the JSON text stops spelling any member.
+"""Escapes under an ``enum`` and in a closed object's keys: the rejection lands exactly where the JSON text
+stops spelling any member (any declared name).
 
 An independent reference: ``spells(member, text)`` reads a string literal's text (after the opening quote,
 possibly cut inside an escape) against one member, character by character, as JSON spells characters (raw,
@@ -118,5 +119,23 @@ def test_enum_escapes_are_rejected_where_no_member_can_be_spelled(members: list[
         v = StreamValidator(schema)
         v.feed(text[:cut])
         v.feed(text[cut:])
+        verdict = v.close()
+        assert (verdict.error.offset if verdict.error else None) == expected, cut
+
+
+@pytest.mark.parametrize(("members", "text"), cases(60))
+def test_closed_object_keys_with_escapes_are_rejected_where_no_name_can_be_spelled(
+    members: list[str], text: str
+) -> None:
+    schema = {"type": "object", "properties": {m: {} for m in members}, "additionalProperties": False}
+    doc = "{" + text + ": 1}"
+    at = earliest(members, text)
+    expected = None if at is None else at + 1
+    got = validate_json(schema, doc)
+    assert (got.error.offset if got.error else None) == expected, (members, doc)
+    for cut in range(1, len(doc)):
+        v = StreamValidator(schema)
+        v.feed(doc[:cut])
+        v.feed(doc[cut:])
         verdict = v.close()
         assert (verdict.error.offset if verdict.error else None) == expected, cut
