@@ -124,8 +124,8 @@ def test_released_pieces_become_the_same_chunks_as_bytes_and_as_objects() -> Non
     assert re.fullmatch(r"call_[0-9a-f]{24}", fresh["choices"][0]["delta"]["tool_calls"][0]["id"])
     assert closing_chunk(CHUNK, "stop")["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "stop",
                                                           "logprobs": None}
-    last = json.loads(writer.finish("stop", toolguard={"verdict": "ok"}).removeprefix(b"data: "))
-    assert last["toolguard"] == {"verdict": "ok"} and last["choices"][0]["finish_reason"] == "stop"
+    last = json.loads(writer.finish("stop", {"verdict": "ok"}).removeprefix(b"data: "))["choices"][0]
+    assert last["delta"] == {"toolguard": {"verdict": "ok"}} and last["finish_reason"] == "stop"
 
 
 def test_error_bodies_have_one_shape_and_snake_case_codes() -> None:

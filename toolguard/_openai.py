@@ -328,11 +328,11 @@ class ChunkWriter:
         self._head = head
         self._prefix = b"data: " + _dumps(head)[:-1].encode() + b',"choices":[{"index":0,"delta":'
 
-    def delta(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> bytes:
-        """One chunk carrying ``delta``; ``extra`` adds top-level keys (the ``toolguard`` summary)."""
+    def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         finish = b"null" if finish_reason is None else _dumps(finish_reason).encode()
-        tail = b"}]" + (b"," + _dumps(extra)[1:-1].encode() if extra else b"") + b"}\n\n"
-        return self._prefix + _dumps(delta).encode() + b',"logprobs":null,"finish_reason":' + finish + tail
+        return (
+            self._prefix + _dumps(delta).encode() + b',"logprobs":null,"finish_reason":' + finish + b"}]}\n\n"
+        )
 
     def role(self) -> bytes:
         return self.delta({"role": "assistant", "content": ""})
@@ -357,8 +357,10 @@ class ChunkWriter:
     def call_arguments(self, index: int, fragment: str) -> bytes:
         return self.delta({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
 
-    def finish(self, reason: str, **extra: Any) -> bytes:
-        return self.delta({}, reason, **extra)
+    def finish(self, reason: str, summary: dict[str, Any] | None = None) -> bytes:
+        """The finishing chunk; ``summary`` (the final decision, ``Decision.summary()``) goes in its delta
+        as ``toolguard``, where the vLLM door puts it too."""
+        return self.delta({"toolguard": summary} if summary else {}, reason)
 
     def usage(self, usage: dict[str, Any]) -> bytes:
         return b"data: " + _dumps({**self._head, "choices": [], "usage": usage}).encode() + b"\n\n"

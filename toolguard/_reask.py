@@ -44,11 +44,14 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from ._choice import parse_tool_choice
+from ._decisions import Action as DecisionAction
+from ._decisions import Decision
 from ._exceptions import GuardError, RunawayGeneration, ToolCallRejected, TruncatedToolCall
 from ._guard import Guard, GuardVerdict
 from ._policy import DEFAULT_POLICY, Policy
@@ -135,6 +138,8 @@ class FlowEvent:
     delay: float | None = None
     changes: Mapping[str, Any] = field(default_factory=dict)
     detail: str = ""
+    #: Set on the steps that decide (``done``, ``retry``, ``give_up``): the shared record every door reports.
+    decision: Decision | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +167,13 @@ class RetryFlow:
         tools: ToolSet | None = None,
         on_event: Callable[[FlowEvent], None] | None = None,
         upstream_retries: int | None = None,
+        door: str = "sdk",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.body = dict(body)
+        self.door = door
+        self._clock = clock
+        self._started = clock()
         self.policy = policy
         if tools is None:
             raw = self.body.get("tools")
@@ -232,25 +242,33 @@ class RetryFlow:
                     or used["upstream"] >= self.upstream_retries
                     or number >= policy.max_attempts
                 ):
-                    self._emit(FlowEvent("give_up", number, "upstream", status=outcome.status))
+                    gave_up = self._decision("gave-up", number, "upstream", status=outcome.status)
+                    self._emit(
+                        FlowEvent("give_up", number, "upstream", status=outcome.status, decision=gave_up)
+                    )
                     raise outcome.error
                 if delay is None:
+                    gave_up = self._decision("gave-up", number, "upstream", status=outcome.status)
                     self._emit(
-                        FlowEvent("give_up", number, "upstream", status=outcome.status, detail="retry-after")
+                        FlowEvent("give_up", number, "upstream", status=outcome.status, detail="retry-after",
+                                  decision=gave_up)
                     )
                     raise outcome.error
                 used["upstream"] += 1
                 self._emit(FlowEvent("backoff", number, "upstream", status=outcome.status, delay=delay))
                 yield Backoff(delay, number)
                 reason, changes = "upstream", {}
-                self._emit(FlowEvent("retry", number, reason))
+                retried = self._decision("retried", number, reason, status=outcome.status)
+                self._emit(FlowEvent("retry", number, reason, decision=retried))
                 continue
             verdict = guard.close()
             self.attempts.append(AttemptRecord(number, reason, verdict, None, None, changes))
             self._emit(FlowEvent("verdict", number, reason, verdict=verdict, detail=verdict.message))
             completed = outcome if isinstance(outcome, Completed) else Completed()
             if verdict.usable and not (verdict.kind == "fabricated" and policy.on_fabricated == "reask"):
-                self._emit(FlowEvent("done", number, reason, verdict=verdict))
+                action: DecisionAction = "cut" if verdict.kind == "fabricated" else "released"
+                done = self._decision(action, number, None, verdict)
+                self._emit(FlowEvent("done", number, reason, verdict=verdict, decision=done))
                 return FlowResult(completed.response, guard, body, tuple(self.attempts), tuple(self.events))
             next_body: dict[str, Any] | None = None
             if verdict.kind in _REASK_KINDS:
@@ -276,11 +294,53 @@ class RetryFlow:
                         changes = grown
                         next_body = {**body, **changes}
             if next_body is None or number >= policy.max_attempts:
-                self._emit(FlowEvent("give_up", number, reason, verdict=verdict, detail=verdict.message))
+                gave_up = self._decision("gave-up", number, reason, verdict)
+                self._emit(
+                    FlowEvent(
+                        "give_up", number, reason, verdict=verdict, detail=verdict.message, decision=gave_up
+                    )
+                )
                 raise _exhausted(verdict, self.attempts)
             used[reason] += 1
             body = next_body
-            self._emit(FlowEvent("retry", number, reason, verdict=verdict, changes=changes))
+            retried = self._decision("re-asked" if reason == "reask" else "retried", number, reason, verdict)
+            self._emit(FlowEvent("retry", number, reason, verdict=verdict, changes=changes, decision=retried))
+
+    @property
+    def last_decision(self) -> Decision | None:
+        """The most recent decision of the flow (the final one once the flow ended)."""
+        for event in reversed(self.events):
+            if event.decision is not None:
+                return event.decision
+        return None
+
+    def give_up(self, verdict: GuardVerdict | None = None, *, status: int | None = None) -> Decision:
+        """Record that the driver ended the request itself (a retry could no longer be invisible): a
+        ``give_up`` event with its decision, as the flow's own give-ups have."""
+        number = self.events[-1].attempt if self.events else 1
+        decision = self._decision("gave-up", number, None, verdict, status=status)
+        self._emit(FlowEvent("give_up", number, None, verdict=verdict, status=status, decision=decision))
+        return decision
+
+    def _decision(
+        self,
+        action: DecisionAction,
+        number: int,
+        reason: str | None,
+        verdict: GuardVerdict | None = None,
+        *,
+        status: int | None = None,
+    ) -> Decision:
+        """The record of one decision (``toolguard._decisions``): the verdict's where, never its text."""
+        latency = self._clock() - self._started
+        if verdict is None:
+            return Decision(action, "upstream_error", self.door, number, number - 1, reason, status=status,
+                            latency=latency)
+        return Decision(
+            action, verdict.kind, self.door, number, number - 1, reason, tool=verdict.tool,
+            where=verdict.where, keyword=verdict.keyword, offset=verdict.offset, path=verdict.path,
+            message=verdict.message, status=status, latency=latency,
+        )
 
     def _delay(self, failure: UpstreamFailure, retry: int) -> float | None:
         policy = self.policy

@@ -18,12 +18,14 @@ most ``max_attempts`` attempts.
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._choice import parse_tool_choice
+from .._decisions import log_decision
 from .._exceptions import GuardError, SchemaError, ToolError, UpstreamError, UpstreamProtocolError, UsageError
 from .._guard import GuardVerdict
 from .._openai import sum_usage
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from ._respond import Send
 
 __all__ = ["TOOLSET_CACHE_SIZE", "handle_chat", "structured_output_hint"]
+
+log = logging.getLogger("toolguard.proxy")
 
 #: Parsed tool sets kept per distinct ``tools`` JSON (agents send the same tools on every turn).
 TOOLSET_CACHE_SIZE = 256
@@ -153,15 +157,19 @@ async def handle_chat(
 
     metrics = app.metrics
 
+    config = app.config
+
     def on_event(event: FlowEvent) -> None:
         if event.kind == "verdict" and event.verdict is not None:
             metrics.verdict(event.verdict.kind)
         elif event.kind == "retry" and event.reason is not None:
             metrics.retry(event.reason)
+        if event.decision is not None:
+            log_decision(log, event.decision, config.log_format, arguments=config.log_arguments)  # type: ignore[arg-type]
 
     policy = request_policy(app.policy, app.config, body)
     try:
-        flow = RetryFlow(body, policy=policy, tools=tools, on_event=on_event)
+        flow = RetryFlow(body, policy=policy, tools=tools, on_event=on_event, door="proxy")
     except UsageError as exc:  # a tool_choice the tools cannot keep: nothing went upstream
         await send_error(send, 400, str(exc), code="invalid_request", param="tool_choice")
         return

@@ -221,6 +221,17 @@ _PROPERTIES: dict[str, Any] = {
         "default": "info",
         "description": "Log level of the server.",
     },
+    "log_format": {
+        "enum": ["logfmt", "json"],
+        "default": "logfmt",
+        "description": "Shape of the one log line per decision (released, cut, re-asked, retried, gave-up).",
+    },
+    "log_arguments": {
+        "type": "boolean",
+        "default": False,
+        "description": "Add the violation's JSON pointer and message (which may quote argument keys and"
+        " values) to decision log lines. Off: lines carry the verdict kind, tool, keyword and offset only.",
+    },
 }
 
 CONFIG_SCHEMA: dict[str, Any] = {
@@ -277,6 +288,8 @@ class ProxyConfig:
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_upstream_body_bytes: int = DEFAULT_MAX_UPSTREAM_BODY_BYTES
     log_level: str = "info"
+    log_format: str = "logfmt"
+    log_arguments: bool = False
 
     def __post_init__(self) -> None:
         _validate(asdict(self))

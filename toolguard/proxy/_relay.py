@@ -8,8 +8,10 @@ buffer, written to the client in one ASGI message. A failing verdict stops the r
 response at once. The proxy cannot tell its client about a retry, so where the gate says a retry could not be
 invisible (``retry_visible``), or the upstream broke after something was shown, ``_Terminal`` ends the
 response instead. The last write carries what the gate held (``accept()``), a truthful ``finish_reason``, the
-usage chunk when asked (summed over attempts) and ``[DONE]``; a violation ends with an OpenAI-format error
-event. Work: O(bytes read) per attempt plus the Guard's own linear work.
+usage chunk when asked (summed over attempts) and ``[DONE]``; the finishing chunk's delta carries
+``toolguard``, the final decision's summary (verdict, action, retries, attempts: ``Decision.summary``). A
+violation ends with an OpenAI-format error event. Work: O(bytes read) per attempt plus the Guard's own
+linear work.
 """
 
 from __future__ import annotations
@@ -123,28 +125,30 @@ class StreamRelay:
         except _Terminal as term:
             if term.verdict is not None:
                 self.ex.app.metrics.verdict(term.verdict.kind)
-                await self._violation(term.verdict, len(flow.attempts) + 1)
+                flow.give_up(term.verdict)
+                await self._violation(term.verdict, len(flow.attempts) + 1, flow)
             else:
                 assert term.error is not None
+                flow.give_up(status=getattr(term.error, "status_code", None))
                 await self._upstream_error(term.error)
             return
         except GuardError as exc:
-            await self._violation(exc.violation, len(exc.attempts))
+            await self._violation(exc.violation, len(exc.attempts), flow)
             return
         except UpstreamError as exc:
             await self._upstream_error(exc)
             return
         writer = self._final_writer()
         tail: list[bytes] = writer.pieces(coalesce(self.gate.accept()))
-        tail.append(writer.finish(self.gate.finish_reason(result.guard)))
+        tail.append(writer.finish(self.gate.finish_reason(result.guard), _summary(flow)))
         await self._end(b"".join(tail))
 
-    async def _violation(self, verdict: GuardVerdict, attempts: int) -> None:
+    async def _violation(self, verdict: GuardVerdict, attempts: int, flow: RetryFlow) -> None:
         writer = self._final_writer()
         if verdict.kind == "truncated":
-            await self._end(writer.finish("length"))
+            await self._end(writer.finish("length", _summary(flow)))
         elif verdict.kind == "runaway" and self.config.runaway_action != "error":
-            await self._end(writer.finish(FINISH_REASON_REPETITION))
+            await self._end(writer.finish(FINISH_REASON_REPETITION, _summary(flow)))
         else:
             await self._end(encode_data(violation_body(verdict, attempts=attempts)))
 
@@ -261,6 +265,12 @@ class StreamRelay:
                 if type(ev) is Finish:
                     state.done = True  # read on to [DONE] (usage, and the connection goes back to the pool)
         return None
+
+
+def _summary(flow: RetryFlow) -> dict[str, Any] | None:
+    """The final decision for the last chunk (``toolguard``: verdict, action, retries; no argument values)."""
+    decision = flow.last_decision
+    return None if decision is None else decision.summary()
 
 
 async def _drain(chunks: Any) -> None:

@@ -14,6 +14,22 @@ __all__ = ["run"]
 log = logging.getLogger("toolguard.proxy")
 
 
+def _decision_logging(config: ProxyConfig) -> None:
+    """Send toolguard's own lines (one per decision, ``toolguard._decisions``) to stderr beside uvicorn's:
+    timestamped logfmt, or bare JSON objects with ``log_format = "json"``."""
+    logger = logging.getLogger("toolguard")
+    logger.setLevel(config.log_level.upper())
+    if not any(getattr(h, "_toolguard", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler._toolguard = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    for handler in logger.handlers:
+        if getattr(handler, "_toolguard", False):
+            plain = "%(asctime)s %(levelname)s %(name)s %(message)s"
+            fmt = "%(message)s" if config.log_format == "json" else plain
+            handler.setFormatter(logging.Formatter(fmt))
+
+
 def run(
     *,
     config: ProxyConfig | None = None,
@@ -32,6 +48,7 @@ def run(
     if config is None:
         config = load_config(file=config_file, env=env, overrides=overrides)
     app = ProxyApp(config)
+    _decision_logging(config)
     if config.host not in ("127.0.0.1", "localhost", "::1") and not config.auth_token:
         log.warning(
             "toolguard proxy: binding %s without auth_token: anyone who can reach it can use it", config.host
