@@ -117,11 +117,16 @@ CASES = [
         '": 1}',
         id="escape-key-after-the-whole-name",
     ),
-    # an astral member: its escape is a surrogate pair, the first half counts by its high surrogate, and the
-    # second half decides at its last digit
+    # an astral member: its escape is a surrogate pair, each half narrowed digit by digit
     pytest.param({"enum": ["a\U0001F600"]}, '"a\\ud83d\\ude00"', None, "", id="escape-astral-member"),
     pytest.param(
         {"enum": ["a\U0001F600"]}, '"a\\ud83d\\ude01"', (13, "enum", ""), '0"', id="escape-astral-other"
+    ),
+    pytest.param(  # U+1F600 is \ud83d\ude00: a high surrogate no member starts with dies at its last digit
+        {"enum": ["\U0001F600"]}, '"\\ud83e\\udd14"', (6, "enum", ""), 'd\\ude00"', id="escape-high-half"
+    ),
+    pytest.param(  # ...and a low half no member continues with dies at the digit that rules it out
+        {"enum": ["\U0001F600"]}, '"\\ud83d\\udf00"', (10, "enum", ""), 'e00"', id="escape-low-half"
     ),
     # stay at the close: an underflowing float completes them validly
     pytest.param({"minimum": 0}, "-5", (2, "minimum", ""), "e-400", id="minus-under-minimum-0-waits"),

@@ -349,20 +349,20 @@ class Engine(JsonHandlerBase):
                 ev.fail(self, "maxLength", f"the string is longer than the maxLength of {node.max_len}")
         self._range_early(f, 0, 0xFFFF, offset)
 
-    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1) -> None:
+    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None:
         """A ``\\u`` escape's hex digit narrowed the character it adds to code units ``lo..hi``: a string no
         such character continues dies at this digit (``range_death`` of each prefix check)."""
         f = self._escape_frame()
         if f is not None:
-            self._range_early(f, lo, hi, offset, hint)
+            self._range_early(f, lo, hi, offset, hint, high)
 
-    def _range_early(self, f: Frame, lo: int, hi: int, offset: int, hint: int = -1) -> None:
+    def _range_early(self, f: Frame, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None:
         if f.slen >= self.partial_max:  # past it, text checks wait for the closing quote (as _string_early)
             return
         assert f.early is not None
         for ev in f.early:
             if not ev.dead:
-                found = ev.range_death(f.sjoin, lo, hi, self, hint)
+                found = ev.range_death(f.sjoin, lo, hi, self, hint, high)
                 if found is not None:
                     self.off = offset
                     ev.die(self.violation(ev.frame, *found), self)

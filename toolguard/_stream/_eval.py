@@ -211,7 +211,7 @@ class Ev:
         return best, keyword, detail
 
     def range_death(
-        self, prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1
+        self, prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1, high: int = -1
     ) -> tuple[str, str] | None:
         """(keyword, detail) when the string ``prev`` cannot go on with any character whose first code unit is
         in ``lo..hi`` (the character an escape is adding: ``Engine.escape_start`` / ``escape_range``), else
@@ -219,10 +219,10 @@ class Ev:
         patterns (probed, small ranges only)."""
         node = self.node
         for ch in node.choices:
-            if choice_range_death(ch.strings, prev, lo, hi):
-                what = range_text(prev, lo, hi)
+            if choice_range_death(ch.strings, prev, lo, hi, high):
+                what = range_text(prev, lo, hi, high)
                 return ch.keyword, f"{what} cannot become any of {_choices_text(ch.values)}"
-        if node.pattern_early and id(self) not in ctx.slow_patterns:
+        if node.pattern_early and high < 0 and id(self) not in ctx.slow_patterns:
             dead = pattern_range_death([node.pattern], prev, lo, hi, ctx, hint)
             if dead:
                 what = range_text(prev, lo, hi)

@@ -23,8 +23,10 @@ Events (methods called on the handler; offsets index the whole stream):
   quote. ``escape_start(offset)``: a backslash that will add at least one character to the string or key
   being read (not sent for the second half of a surrogate pair). ``escape_range(lo, hi, offset)``: after a
   ``\u`` escape's first, second and third hex digit (at ``offset``), the UTF-16 code unit it will decode to
-  lies in ``lo..hi`` (not sent for the second half of a pair either); the decoded character follows at the
-  fourth, whatever the chunking (``hint``: that character's code when the parser already has it, else -1).
+  lies in ``lo..hi``; the decoded character follows at the fourth, whatever the chunking (``hint``: that
+  code unit when the parser already has it, else -1; ``high``: a pending high surrogate the escape may
+  complete into one astral character, else -1). A high surrogate's fourth digit sends ``lo == hi`` (its
+  character comes with the next escape, or alone).
 - ``number_part(text, start)``: the number so far (``text`` is everything from ``start``), sent when a chunk
   ends inside a number. ``number_end(text, start, end)``: the whole literal; ``end`` is the offset of the
   character that terminated it (or the stream length at ``close()``).
@@ -96,7 +98,7 @@ class JsonHandler(Protocol):
     def key_part(self, text: str, offset: int) -> None: ...
     def key_end(self, offset: int) -> None: ...
     def escape_start(self, offset: int) -> None: ...
-    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1) -> None: ...
+    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None: ...
     def number_part(self, text: str, start: int) -> None: ...
     def number_end(self, text: str, start: int, end: int) -> None: ...
     def literal_end(self, offset: int) -> None: ...
@@ -121,7 +123,7 @@ class JsonHandlerBase:
     def escape_start(self, offset: int) -> None:
         """A backslash: most handlers wait for the decoded character instead."""
 
-    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1) -> None:
+    def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None:
         """A ``\\u`` escape's first, second or third hex digit: most handlers wait for the fourth."""
 
     def string_full(self, text: str, start: int, end: int) -> None:
@@ -225,6 +227,9 @@ class JsonPushParser:
             self._flush_hi(offset)
         if 0xD800 <= code <= 0xDBFF:
             self._hi = code
+            # no character yet (an astral one if a low surrogate follows, else this one alone), but its first
+            # code unit is known: checks can decide now
+            self._h.escape_range(code, code, offset, code)
             return
         (self._h.key_part if self._in_key else self._h.string_part)(chr(code), offset)
 
@@ -232,16 +237,16 @@ class JsonPushParser:
         """``escape_range`` after each of an escape's first three hex ``digits`` (the first at offset
         ``first``), as the digit-by-digit path sends them, so every chunking sees the same events; with all
         four at hand, the code they spell goes along as a ``hint`` (a handler may try it first)."""
-        if self._hi < 0:
-            hint = int(digits, 16) if len(digits) == 4 else -1
-            for k in range(1, min(len(digits), 3) + 1):
-                self._range_after(digits[:k], first + k - 1, hint)
+        hint = int(digits, 16) if len(digits) == 4 else -1
+        for k in range(1, min(len(digits), 3) + 1):
+            self._range_after(digits[:k], first + k - 1, hint)
 
     def _range_after(self, digits: str, offset: int, hint: int = -1) -> None:
-        """The code unit a ``\\u`` escape begun with ``digits`` can still decode to: one range."""
+        """The code unit a ``\\u`` escape begun with ``digits`` can still decode to: one range (``high``: the
+        pending high surrogate this escape may complete, else -1)."""
         shift = 4 * (4 - len(digits))
         lo = int(digits, 16) << shift
-        self._h.escape_range(lo, lo | ((1 << shift) - 1), offset, hint)
+        self._h.escape_range(lo, lo | ((1 << shift) - 1), offset, hint, self._hi)
 
     def _end_number(self, end: int) -> None:
         text = self._num
@@ -504,7 +509,7 @@ class JsonPushParser:
                         raise JsonParseError(f"invalid \\u escape: {_show(c)} is not a hex digit", base + pos)
                     self._ubuf += c
                     pos += 1
-                    if len(self._ubuf) < 4 and self._hi < 0:
+                    if len(self._ubuf) < 4:
                         self._range_after(self._ubuf, base + pos - 1)
                     if len(self._ubuf) == 4:
                         state = _STRING

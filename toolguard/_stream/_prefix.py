@@ -51,23 +51,43 @@ def _unit(text: str, i: int) -> int:
     return c if c <= 0xFFFF else 0xD800 + ((c - 0x10000) >> 10)
 
 
-def range_text(prev: str, lo: int, hi: int) -> str:
+def range_text(prev: str, lo: int, hi: int, high: int = -1) -> str:
     """How a message names ``prev`` followed by the character an escape is adding."""
+    if high >= 0:
+        pair = f"\\u{high:04x} and then \\u{lo:04x}..\\u{hi:04x}"
+        return f"{describe(prev)} followed by {pair} (the escapes being read)"
     if lo == 0 and hi == 0xFFFF:
         return f"{describe(prev)} followed by any character (the escape being read)"
     return f"{describe(prev)} followed by a character in U+{lo:04X}..U+{hi:04X} (the escape being read)"
 
 
-def choice_range_death(strings: tuple[str, ...] | list[str], prev: str, lo: int, hi: int) -> bool:
+def choice_range_death(
+    strings: tuple[str, ...] | list[str], prev: str, lo: int, hi: int, high: int = -1
+) -> bool:
     """Whether no member of the sorted ``strings`` continues ``prev`` by a character whose first code unit
-    is in ``lo..hi`` (exact: an astral character counts by its high surrogate, as its escape is written)."""
+    is in ``lo..hi`` (exact: an astral character counts by its high surrogate, as its escape is written).
+
+    With ``high`` (a high surrogate read by the previous escape, not yet a character), the escape being read
+    either completes it (a low surrogate: one astral character) or leaves it alone (then ``chr(high)`` and
+    the escape's own character follow ``prev``)."""
     n = len(prev)
     for i in range(bisect_left(strings, prev), len(strings)):
         member = strings[i]
         if not member.startswith(prev):
             break
-        if len(member) > n and lo <= _unit(member, n) <= hi:
+        if len(member) <= n:
+            continue
+        if high < 0:
+            if lo <= _unit(member, n) <= hi:
+                return False
+            continue
+        c = ord(member[n])
+        if c > 0xFFFF and _unit(member, n) == high and lo <= 0xDC00 + ((c - 0x10000) & 0x3FF) <= hi:
             return False
+        if c == high and len(member) > n + 1:
+            u = _unit(member, n + 1)
+            if lo <= u <= hi and not 0xDC00 <= u <= 0xDFFF:
+                return False
     return True
 
 
@@ -225,17 +245,19 @@ class KeyName:
         return True
 
     def range_death(
-        self, prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1
+        self, prev: str, lo: int, hi: int, ctx: EvalContext, hint: int = -1, high: int = -1
     ) -> tuple[str, str] | None:
         """(keyword, detail) when no allowed name continues ``prev`` by a character in ``lo..hi`` (an escape
         being read; see ``Engine.escape_range``), else ``None``."""
-        if not choice_range_death(self.names, prev, lo, hi):
+        if not choice_range_death(self.names, prev, lo, hi, high):
             return None
         if self.patterns:
+            if high >= 0:
+                return None  # the second half of a pair: patterns wait for its last digit
             rxs = [rx for rx, _, _ in self.patterns]
             if not pattern_range_death(rxs, prev, lo, hi, ctx, hint):  # alive, undecided or out of time
                 return None
-        what = range_text(prev, lo, hi)
+        what = range_text(prev, lo, hi, high)
         return self.keyword, f"no allowed property name starts with {what} ({self._allowed()})"
 
     def _allowed(self) -> str:
