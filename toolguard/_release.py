@@ -142,6 +142,11 @@ class ReleaseGate:
         return "".join(self._shown)
 
     @property
+    def began(self) -> bool:
+        """Whether an attempt was begun."""
+        return self._guard is not None
+
+    @property
     def attempt_visible(self) -> bool:
         """Whether the current attempt released anything (text or a call fragment)."""
         return self._text_out or self._calls_out

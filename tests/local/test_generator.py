@@ -218,3 +218,4 @@ def test_check_mode_reports_what_the_grammar_could_not_enforce(bpe_tokenizer: An
             measures = args.get("measures", [])
             duplicated = len(set(measures)) != len(measures)
             assert duplicated == any(item["index"] == i for item in extras["invalid"])
+

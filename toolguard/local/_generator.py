@@ -7,23 +7,27 @@ cannot do:
   a const tool name) are appended at once and fed to the model together in the next pass, so each of them
   saves a forward pass (``stats.tokens_forced`` = passes saved); a turn whose remainder is forced (the closing
   ``\\n</tool_call>``) ends without sampling the end token;
+- **one judge**: each step's bytes become the events every door feeds its ``Guard`` (``_turn_events``:
+  free text, then each call's name and argument fragments, each byte decoded once); the grammar stays the
+  first line of defence, the Guard judges runaways (in the text or inside an argument: decoding stops),
+  truncation and the calls, and the release gate (``toolguard._release``) decides what a stream shows;
 - **truthful endings**: ``finish_reason`` is ``"tool_calls"`` only for a turn whose calls all closed,
-  ``"length"`` when ``max_new_tokens`` cut it (an open call is reported under ``toolguard.truncated``, never
-  as a tool call), ``"repetition"`` when the ``RunawayStoppingCriteria`` found a loop (in free text or inside
-  a string argument), ``"stop"`` otherwise;
-- **streaming** (``chat_stream`` or ``chat(stream=True)``): OpenAI ``chat.completion.chunk`` dicts. Content
-  streams as it is decoded, holding back only bytes that may be the start of the call marker. Tool calls are
-  held until the turn ends well (``stream_calls="hold"``, the default: a truncated or looping call is never
-  shown), or streamed as they are written (``"pass"``: name first, then argument fragments).
+  ``"length"`` when ``max_new_tokens`` cut it (an open call is reported under ``toolguard.truncated`` and
+  ``toolguard.truncated_call``, never as a tool call), ``"repetition"`` when the Guard found a loop,
+  ``"stop"`` otherwise;
+- **streaming** (``chat_stream`` or ``chat(stream=True)``): OpenAI ``chat.completion.chunk`` dicts of what the
+  gate releases. Content streams as it is decoded, holding back only what may be the start of a call marker.
+  Tool calls are held until the turn ends well (``stream_calls="hold"``, the default: a truncated or looping
+  call is never shown), or streamed as they are written (``"pass"``: name with the first argument fragment,
+  then the fragments; linear in the turn's length).
 
 Cost per token: one model pass (fewer with jump-forward), the engine's mask (computed beside the forward pass
-with ``overlap``), ``_mask.apply_mask`` and the runaway detector's O(1) push. The final message is parsed by
-``toolguard.formats.parse``.
+with ``overlap``), ``_mask.apply_mask`` and the Guard's linear work on the step's new bytes. The final
+message is parsed by ``toolguard.formats.parse``.
 """
 
 from __future__ import annotations
 
-import codecs
 import random
 import time
 import uuid
@@ -31,7 +35,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._events import ContentDelta, Finish, TokenDelta
 from .._exceptions import UsageError
+from .._guard import Guard
+from .._openai import pieces_chunk
+from .._release import ReleaseGate, coalesce
 from .._runaway import RunawayDetector
 from ..formats import parse
 from ._compile import DEFAULT_COMPILE_TIMEOUT
@@ -46,8 +54,8 @@ from ._processor import (
     build_turn_grammar,
 )
 from ._prompt import render_prompt
-from ._stopping import RunawayStoppingCriteria
 from ._turn import TurnGrammar, TurnState
+from ._turn_events import TurnEvents, call_prefix, name_of
 from ._vocab import end_token_ids
 
 __all__ = ["DEFAULT_MAX_NEW_TOKENS", "GeneratorStats", "LocalGenerator"]
@@ -88,6 +96,9 @@ class _Run:
     finish: FinishReason = "stop"
     runaway: Any = None
     tokens: list[int] = field(default_factory=list)
+    guard: Any = None  # the Guard judging the turn
+    turn: Any = None  # its TurnEvents (the call ids)
+    events: list[Any] = field(default_factory=list)  # this step's (event, verdict) pairs
 
 
 class LocalGenerator:
@@ -228,10 +239,10 @@ class LocalGenerator:
         ids = torch.zeros((1, total), dtype=torch.long)
         ids[0, : len(prompt)] = torch.tensor(prompt)
         length = len(prompt)
-        criteria = None
-        if self.runaway is not None:
-            criteria = RunawayStoppingCriteria(self.tokenizer, detector_factory=self.runaway,
-                                               prompt_length=length)
+        rng = _ids_rng(seed)
+        run.turn = turn = TurnEvents(self.separators, lambda: _call_id(rng))
+        run.guard = guard = Guard(grammar.toolset, tool_choice=tool_choice if tools is not None else "none",
+                                  detector=self.runaway or _NoRunaway)
         n_vocab = grammar.n_vocab
         ends = set(grammar.end_ids)
         pending = prompt
@@ -291,8 +302,9 @@ class LocalGenerator:
                 length += len(new)
                 run.tokens += new
                 stats.tokens_generated += len(new)
-                if criteria is not None and criteria(ids[:, :length])[0]:  # type: ignore[arg-type]
-                    run.runaway = criteria.runaways[0]
+                run.events = _judge(guard, turn.step(state), token)
+                if guard.verdict.kind == "runaway":
+                    run.runaway = guard.verdict.runaway
                     run.finish = "repetition"
                 elif token in ends or state.finished:
                     run.finish = "tool_calls" if state.call_spans else "stop"
@@ -304,6 +316,9 @@ class LocalGenerator:
                     yield new, run
                     pending = new
                     continue
+                if run.finish != "repetition":
+                    run.events += _judge(guard, turn.step(state, final=True), None)
+                guard.feed(Finish(run.finish))
                 yield new, run
                 return
         finally:
@@ -350,6 +365,27 @@ def _sample(logits: Any, temperature: float, top_p: float, gen: Any) -> int:
     return int(torch.multinomial(probs, 1, generator=gen).item())
 
 
+def _judge(guard: Guard, events: list[Any], token: int | None) -> list[tuple[Any, Any]]:
+    """Feed ``events`` to ``guard`` (stopping at a failing verdict); return each with its verdict. Free text
+    goes in as the ``TokenDelta`` of the step's sampled ``token``, so the Guard's token rules (a token
+    repeated, whatever its text) see the ids as well as the text."""
+    out = []
+    for event in events:
+        fed = TokenDelta(token, event.text) if type(event) is ContentDelta else event
+        verdict = guard.feed(fed)
+        out.append((event, verdict))
+        if verdict.failed:
+            break
+    return out
+
+
+class _NoRunaway:
+    """The detector of a generator built with ``runaway=None``: it never finds a loop."""
+
+    def push(self, text: str, token_id: int | None = None) -> None:
+        return None
+
+
 def _call_id(rng: random.Random) -> str:
     return "call_" + "".join(rng.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(24))
 
@@ -365,7 +401,6 @@ class _Message:
         state = run.state
         text = state.buf.decode("utf-8", errors="replace")
         parsed = parse(text, format=_PARSE_FORMAT.get(gen.format, "auto"))  # type: ignore[arg-type]
-        rng = _ids_rng(seed)
         self.finish: FinishReason = run.finish
         self.content = state.content_bytes().decode("utf-8", errors="replace")
         self.calls: list[dict[str, Any]] = []
@@ -379,8 +414,8 @@ class _Message:
                          f"{[name for name, _ in raw]}")
         if run.finish == "tool_calls":
             self.calls = [
-                {"id": _call_id(rng), "type": "function", "function": {"name": name, "arguments": args}}
-                for name, args in raw
+                {"id": id, "type": "function", "function": {"name": name, "arguments": args}}
+                for id, (name, args) in zip(run.turn.call_ids, raw, strict=True)
             ]
         elif state.call_spans or state.content_end is not None:
             self.truncated = bytes(state.buf[state.content_end or 0:]).decode("utf-8", errors="replace")
@@ -388,10 +423,14 @@ class _Message:
         if run.runaway is not None and state.content_end is None:
             keep = run.runaway.offset + run.runaway.period
             self.content = self.content[:keep]
+        open_call = run.turn.open_call() if self.truncated else None
         self.extras = {
             "engine": gen.engine,
             "stats": run.stats.as_dict(),
             "truncated": self.truncated,
+            "truncated_call": (
+                None if open_call is None else {"name": open_call[0], "arguments": open_call[1]}
+            ),
             "runaway": None if run.runaway is None else {
                 "kind": run.runaway.kind, "unit": run.runaway.unit, "period": run.runaway.period,
                 "copies": run.runaway.copies, "offset": run.runaway.offset},
@@ -451,123 +490,45 @@ def _completion(gen: LocalGenerator, run: _Run, seed: int | None) -> dict[str, A
 
 
 class _Streamer:
-    """Turns decoding steps into ``chat.completion.chunk`` dicts."""
+    """Turns decoding steps into ``chat.completion.chunk`` dicts of what the release gate lets out."""
 
     def __init__(self, gen: LocalGenerator, steps: Iterator[tuple[list[int], _Run]], stream_calls: str,
                  include_usage: bool, seed: int | None) -> None:
         self.gen = gen
         self.steps = steps
-        self.hold = stream_calls == "hold"
+        self.gate = ReleaseGate(stream_calls)  # type: ignore[arg-type]
         self.include_usage = include_usage
         self.seed = seed
-        self.id = _completion_id()
-        self.created = int(time.time())
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.sent_content = 0  # bytes of content released
-        self.rng = _ids_rng(seed)
-        self.call_sent: list[int] = []  # per call index: argument chars sent (pass mode)
-        self.call_ids: list[str] = []
+        self.head = {"id": _completion_id(), "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": gen.model_name}
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                "model": self.gen.model_name,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return {**self.head, "choices": [choice], **extra}
 
     def chunks(self) -> Iterator[dict[str, Any]]:
         yield self.chunk({"role": "assistant", "content": ""})
+        gate = self.gate
         run = None
         for _, run in self.steps:
-            text = self._content_delta(run.state, final=False)
-            if text:
-                yield self.chunk({"content": text})
-            if not self.hold:
-                yield from self._pass_calls(run.state)
+            if run.guard is not None and not gate.began:
+                gate.begin(run.guard)
+            for event, verdict in run.events:
+                for piece in gate.feed(event, verdict):
+                    yield pieces_chunk(self.head, [piece])
         assert run is not None
         msg = _Message(self.gen, run, self.seed)
-        text = self._content_delta(run.state, final=True, limit=len(msg.content.encode()))
-        if text:
-            yield self.chunk({"content": text})
-        if self.hold and msg.calls:
-            for i, call in enumerate(msg.calls):
-                yield self.chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                                  "function": {"name": call["function"]["name"],
-                                                               "arguments": call["function"]["arguments"]}}]})
-        elif not self.hold:
-            yield from self._pass_calls(run.state)
+        if run.guard.verdict.usable:
+            for piece in coalesce(gate.accept()):
+                yield pieces_chunk(self.head, [piece])
         yield self.chunk({}, msg.finish, toolguard=msg.extras)
         if self.include_usage:
-            yield {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                   "model": self.gen.model_name, "choices": [], "usage": _usage(run)}
-
-    def _content_delta(self, state: TurnState, *, final: bool, limit: int | None = None) -> str:
-        if state.content_end is not None:
-            end = state.content_end
-        elif final:
-            end = len(state.buf)
-        else:  # hold back bytes that may be the start of the call marker
-            end = len(state.buf) - state.marker_pending
-        if limit is not None:
-            end = min(end, limit)
-        if end <= self.sent_content:
-            return ""
-        data = bytes(state.buf[self.sent_content:end])
-        self.sent_content = end
-        return self.decoder.decode(data, final=final)
-
-    def _pass_calls(self, state: TurnState) -> Iterator[dict[str, Any]]:
-        grammar_spans = list(state.call_spans)
-        if state.phase == "call":
-            grammar_spans.append((state.open_call_start, -1))
-        for index, (start, end) in enumerate(grammar_spans):
-            raw = bytes(state.buf[start:] if end < 0 else state.buf[start:end])
-            text = raw.decode("utf-8", errors="ignore")
-            if index >= len(self.call_ids):
-                name = _name_of(text, self.gen.separators)
-                if name is None:
-                    return
-                self.call_ids.append(_call_id(self.rng))
-                self.call_sent.append(0)
-                head = {"index": index, "id": self.call_ids[index], "type": "function",
-                        "function": {"name": name, "arguments": ""}}
-                yield self.chunk({"tool_calls": [head]})
-            name = _name_of(text, self.gen.separators)
-            assert name is not None
-            prefix_len = len(_prefix(name, self.gen.separators))
-            args = text[prefix_len:-1] if end >= 0 else text[prefix_len:]
-            if len(args) > self.call_sent[index]:
-                piece = args[self.call_sent[index]:]
-                self.call_sent[index] = len(args)
-                yield self.chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-
-
-def _prefix(name: str, separators: tuple[str, str]) -> str:
-    import json
-
-    item, colon = separators
-    return "{" + '"name"' + colon + json.dumps(name, ensure_ascii=False) + item + '"arguments"' + colon
+            yield {**self.head, "choices": [], "usage": _usage(run)}
 
 
 def _split_call(text: str, separators: tuple[str, str]) -> tuple[str, str]:
     """``(name, arguments text)`` of a closed call object written in the grammar's layout."""
-    name = _name_of(text, separators)
+    name = name_of(text, separators)
     if name is None:  # pragma: no cover - the grammar only closes calls in this layout
         raise ValueError(f"not a call object: {text[:80]!r}")
-    return name, text[len(_prefix(name, separators)) : -1]
-
-
-def _name_of(text: str, separators: tuple[str, str]) -> str | None:
-    """The tool name once the call text holds the whole ``{"name": ..., "arguments": `` prefix."""
-    import json
-
-    item, colon = separators
-    head = "{" + '"name"' + colon
-    if not text.startswith(head):
-        return None
-    try:
-        name, end = json.JSONDecoder().raw_decode(text, len(head))
-    except ValueError:
-        return None
-    rest = item + '"arguments"' + colon
-    if not isinstance(name, str) or not text.startswith(rest, end):
-        return None
-    return name
+    return name, text[len(call_prefix(name, separators)) : -1]

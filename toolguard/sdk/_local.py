@@ -4,24 +4,20 @@
 (``max_tokens`` / ``max_completion_tokens`` become ``max_new_tokens``; ``stream_options.include_usage``
 becomes ``include_usage``; ``model`` is ignored) and returns what the generator returns: ``chat.completion``
 dicts, or an iterator of ``chat.completion.chunk`` dicts with a ``close()``. The generator never shows a
-truncated call as a call (it reports it under ``toolguard.truncated``); so that the wrapper's Guard sees it
-and retries with more room, that open call is put back as a partial tool call into the message (or a chunk)
-the Guard reads. Those are only ever seen by the Guard: a truncated attempt is retried or raised, never
-returned.
+truncated call as a call (its own Guard judged it truncated; it reports the open call's name and arguments so
+far under ``toolguard.truncated_call``); so that the wrapper's Guard sees it too and retries with more room,
+that open call is put back as a partial tool call into the message (or a chunk) the Guard reads. Those are
+only ever seen by the Guard: a truncated attempt is retried or raised, never returned.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["LocalCompletions"]
 
 _OPTIONS = ("tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p", "seed")
-_PARTIAL = re.compile(
-    r'"name"\s*:\s*"(?P<name>[^"\\]+)"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?P<args>.*)$', re.S
-)
 
 
 class LocalCompletions:
@@ -41,8 +37,8 @@ class LocalCompletions:
             chunks = self.generator.chat(list(messages), stream=True, include_usage=usage, **options)
             return _LocalStream(chunks)
         completion = self.generator.chat(list(messages), **options)
-        truncated = (completion.get("toolguard") or {}).get("truncated")
-        if truncated:
+        truncated = _truncated(completion)
+        if truncated is not None:
             choice = completion["choices"][0]
             message = dict(choice.get("message") or {})
             calls = list(message.get("tool_calls") or [])
@@ -52,10 +48,18 @@ class LocalCompletions:
         return completion
 
 
-def _partial_call(text: str, index: int) -> dict[str, Any]:
-    """A tool-call entry for the open call ``text`` (raw format text cut by the length limit)."""
-    match = _PARTIAL.search(text)
-    name, arguments = (match["name"], match["args"]) if match else ("", "")
+def _truncated(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The open call a result reports as cut by the length limit (``{"name", "arguments"}``), if any; a call
+    whose name was still being written comes back nameless (the Guard then reads it as truncated too)."""
+    info = result.get("toolguard") or {}
+    if not info.get("truncated"):
+        return None
+    return info.get("truncated_call") or {"name": "", "arguments": ""}
+
+
+def _partial_call(call: dict[str, Any], index: int) -> dict[str, Any]:
+    """A tool-call entry for the open ``call`` cut by the length limit."""
+    name, arguments = call["name"], call["arguments"]
     return {
         "id": f"truncated_{index}",
         "type": "function",
@@ -81,8 +85,8 @@ class _LocalStream:
                 delta = choices[0].get("delta") or {}
                 for tc in delta.get("tool_calls") or ():
                     calls = max(calls, tc.get("index", 0) + 1)
-                truncated = (chunk.get("toolguard") or {}).get("truncated")
-                if truncated and choices[0].get("finish_reason"):
+                truncated = _truncated(chunk)
+                if truncated is not None and choices[0].get("finish_reason"):
                     partial = _partial_call(truncated, calls)
                     partial["index"] = calls
                     yield {**chunk, "choices": [{"index": 0, "delta": {"tool_calls": [partial]}}]}
