@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support import Reply, ScriptedUpstream
-from toolguard.proxy._engine import engine_of_models
+from toolguard.engines import engine_of_models
 
 from .conftest import client_for
 from .helpers import MESSAGES, TOOLS, good

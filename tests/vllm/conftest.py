@@ -37,3 +37,31 @@ def vllm_server(vllm_python: Path) -> Iterator[VLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+def _server(vllm_python: Path, parser: str | None, env_url: str) -> Iterator[VLLMServer]:
+    """A session server with vLLM's own ``parser`` (``None``: none). ``env_url`` names a variable that may
+    point at one already running (``http://127.0.0.1:PORT/v1``, serving the demo model), for iterating."""
+    url = os.environ.get(env_url)
+    if url:
+        port = int(url.removesuffix("/v1").rsplit(":", 1)[1])
+        yield VLLMServer(ServerOptions(parser=parser), python=vllm_python, port=port)
+        return
+    server = VLLMServer(ServerOptions(parser=parser, runaway_processor=False), python=vllm_python)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_hermes(vllm_python: Path) -> Iterator[VLLMServer]:
+    """vLLM with its own hermes parser (``--enable-auto-tool-choice --tool-call-parser hermes``)."""
+    yield from _server(vllm_python, "hermes", "TOOLGUARD_VLLM_HERMES_URL")
+
+
+@pytest.fixture(scope="session")
+def vllm_no_parser(vllm_python: Path) -> Iterator[VLLMServer]:
+    """vLLM started without a tool parser: it answers 400 to tools unless ``tool_choice`` is ``"none"``."""
+    yield from _server(vllm_python, None, "TOOLGUARD_VLLM_NO_PARSER_URL")

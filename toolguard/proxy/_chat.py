@@ -173,7 +173,7 @@ async def handle_chat(
     except UsageError as exc:  # a tool_choice the tools cannot keep: nothing went upstream
         await send_error(send, 400, str(exc), code="invalid_request", param="tool_choice")
         return
-    engine = await app.engines.plan(body, tools, headers)
+    engine = await app.engines.plan_for(body, tools, headers)
     hint = (
         structured_output_hint(body, tools, style=app.config.hint_style, choice=flow.choice)
         if app.config.structured_output_hints and (engine is None or engine.tag is None)

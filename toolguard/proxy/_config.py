@@ -23,6 +23,7 @@ from .._exceptions import ConfigError
 from .._policy import DEFAULT_POLICY as _P
 from .._policy import Policy
 from .._reask import DEFAULT_UPSTREAM_RETRIES
+from ..engines._requests import ENGINES
 from ..formats import FORMATS
 from ._limits import (
     DEFAULT_MAX_BODY_BYTES,
@@ -48,8 +49,6 @@ __all__ = [
 ]
 
 ENV_PREFIX = "TOOLGUARD_PROXY_"
-#: The engines ``engine`` names (``_engine`` says what each gets).
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "llamacpp", "openai", "generic")
 
 GuardMode = Literal["hold", "pass"]
 RunawayAction = Literal["retry", "stop", "error"]

@@ -21,6 +21,7 @@ from .._exceptions import UsageError
 from .._policy import DEFAULT_POLICY, Policy
 from .._reask import FlowEvent, RetryFlow
 from ._drivers import AsyncGuardedStream, GuardedStream, create_async, create_sync
+from ._engine import ClientEngines
 
 __all__ = ["wrap"]
 
@@ -30,13 +31,19 @@ def wrap(
     *,
     policy: Policy = DEFAULT_POLICY,
     on_event: Callable[[FlowEvent], None] | None = None,
+    engine: str = "auto",
+    engine_constraints: str = "auto",
+    engine_call_format: str = "hermes",
 ) -> Any:
     """Guard every chat completion made through ``client``.
 
     ``client``: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (any OpenAI-compatible endpoint: vLLM,
     llama.cpp, Ollama, OpenAI), or a ``toolguard.local.LocalGenerator``. ``policy``: retries and stream
     mode (``toolguard.Policy``). ``on_event``: called with each ``FlowEvent`` (attempts, verdicts,
-    backoffs, retries, give-ups).
+    backoffs, retries, give-ups). ``engine`` (``"auto"``: detected once with ``client.models.list()``),
+    ``engine_constraints`` (``"auto"`` | ``"off"``) and ``engine_call_format``: vLLM and SGLang get the
+    whole-turn structural tag, a refused one is dropped, a vLLM without a tool parser is served anyway (see
+    ``toolguard.engines.EngineMemory``).
 
     The result's ``chat.completions.create(..., tools=..., stream=...)`` returns what the SDK returns; it
     raises ``ToolCallRejected``, ``RunawayGeneration`` or ``TruncatedToolCall`` when the policy's retries are
@@ -58,11 +65,13 @@ def wrap(
         )
     retries = getattr(client, "max_retries", None)
     raw = client.with_options(max_retries=0) if hasattr(client, "with_options") else client
-    if _is_async(client, create):
-        return AsyncGuardedClient(
-            client, raw.chat.completions, policy=policy, on_event=on_event, retries=retries
-        )
-    return GuardedClient(client, raw.chat.completions, policy=policy, on_event=on_event, retries=retries)
+    engines = ClientEngines(
+        raw, engine=engine, constraints=engine_constraints, call_format=engine_call_format
+    )
+    cls = AsyncGuardedClient if _is_async(client, create) else GuardedClient
+    wrapped = cls(client, raw.chat.completions, policy=policy, on_event=on_event, retries=retries)
+    wrapped.engines = engines
+    return wrapped
 
 
 def _is_async(client: Any, create: Any) -> bool:
@@ -103,18 +112,26 @@ class _SyncCompletions(_Completions):
     def create(self, **kwargs: Any) -> Any:
         """``chat.completions.create`` guarded: same arguments, same return types (see ``wrap``)."""
         flow = self._flow(kwargs)
+        create = self._raw.create
+        engines = self._owner.engines
+        if engines is not None:
+            create = engines.sync_create(create, kwargs, flow.tools)
         if kwargs.get("stream"):
-            return GuardedStream(self._raw.create, flow)
-        return create_sync(self._raw.create, flow)
+            return GuardedStream(create, flow)
+        return create_sync(create, flow)
 
 
 class _AsyncCompletions(_Completions):
     async def create(self, **kwargs: Any) -> Any:
         """``await chat.completions.create`` guarded: same arguments, same return types (see ``wrap``)."""
         flow = self._flow(kwargs)
+        create = self._raw.create
+        engines = self._owner.engines
+        if engines is not None:
+            create = await engines.async_create(create, kwargs, flow.tools)
         if kwargs.get("stream"):
-            return AsyncGuardedStream(self._raw.create, flow)
-        return await create_async(self._raw.create, flow)
+            return AsyncGuardedStream(create, flow)
+        return await create_async(create, flow)
 
 
 class _Chat(_Delegate):
@@ -139,6 +156,7 @@ class GuardedClient(_Delegate):
         self.policy = policy
         self.on_event = on_event
         self.retries = retries
+        self.engines: ClientEngines | None = None  # an OpenAI-compatible client's (``wrap`` sets it)
         self.chat = _Chat(getattr(client, "chat", None), self._completions(raw_completions))
 
     def _completions(self, raw: Any) -> _Completions:
