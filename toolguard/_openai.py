@@ -266,8 +266,10 @@ def first_choice(completion: Any) -> tuple[Any, str | None]:
 
 def completion_tokens(usage: Any) -> int | None:
     """``usage.completion_tokens`` of a dict or an SDK ``CompletionUsage`` (``None`` when absent)."""
-    get = usage.get if isinstance(usage, Mapping) else lambda k: getattr(usage, k, None)
-    tokens = get("completion_tokens")
+    if isinstance(usage, Mapping):
+        tokens = usage.get("completion_tokens")
+    else:
+        tokens = getattr(usage, "completion_tokens", None)
     return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
 
@@ -387,11 +389,11 @@ def call_id() -> str:
 
 def pieces_chunk(template: Any, pieces: list[Piece]) -> Any:
     """One chunk shaped like ``template`` (SDK object or dict) carrying ``pieces``, no finish reason."""
-    text = "".join(p.text for p in pieces if type(p) is Text)  # type: ignore[union-attr]
+    text = "".join(p.text for p in pieces if isinstance(p, Text))
     calls: list[dict[str, Any]] = []
     for p in pieces:
-        if type(p) is CallStart:
-            start: CallStart = p  # type: ignore[assignment]
+        if isinstance(p, CallStart):
+            start = p
             calls.append(
                 {
                     "index": start.index,
@@ -400,8 +402,8 @@ def pieces_chunk(template: Any, pieces: list[Piece]) -> Any:
                     "function": {"name": start.name, "arguments": start.arguments},
                 }
             )
-        elif type(p) is CallArguments:
-            calls.append({"index": p.index, "function": {"arguments": p.arguments}})  # type: ignore[union-attr]
+        elif isinstance(p, CallArguments):
+            calls.append({"index": p.index, "function": {"arguments": p.arguments}})
     delta: dict[str, Any] = {}
     if text:
         delta["content"] = text

@@ -56,6 +56,7 @@ from ._exceptions import GuardError, RunawayGeneration, ToolCallRejected, Trunca
 from ._guard import Guard, GuardVerdict
 from ._policy import DEFAULT_POLICY, Policy
 from ._runaway import RunawayDetector
+from ._telemetry import FlowTrace, flow_trace
 from ._tools import ToolSet
 
 __all__ = ["AttemptRecord", "FlowEvent"]
@@ -188,6 +189,7 @@ class RetryFlow:
         self.upstream_retries = DEFAULT_UPSTREAM_RETRIES if upstream_retries is None else upstream_retries
         self.events: list[FlowEvent] = []
         self.attempts: list[AttemptRecord] = []
+        self._trace: FlowTrace | None = None
 
     def new_guard(self) -> Guard:
         config = self.policy.detector
@@ -209,10 +211,34 @@ class RetryFlow:
 
     def _emit(self, event: FlowEvent) -> None:
         self.events.append(event)
+        trace = self._trace
+        if trace is not None:
+            if event.kind == "attempt":
+                trace.attempt(event.attempt, event.reason or "initial")
+            elif event.kind == "verdict" and event.verdict is not None:
+                trace.verdict(event.verdict.kind)
+            if event.decision is not None:
+                trace.decision(event.decision)
         if self.on_event is not None:
             self.on_event(event)
 
     def run(self) -> Generator[Action, Outcome, FlowResult]:
+        """The flow (see the module docstring), traced with OpenTelemetry when it is importable."""
+        trace = self._trace = flow_trace(self.door, self.body)
+        if trace is None:
+            return (yield from self._run())
+        try:
+            result = yield from self._run()
+        except GeneratorExit:  # the driver stopped early (a client went away)
+            trace.end()
+            raise
+        except BaseException as exc:
+            trace.end(exc)
+            raise
+        trace.end()
+        return result
+
+    def _run(self) -> Generator[Action, Outcome, FlowResult]:
         policy = self.policy
         body = self.body
         reason: Reason = "initial"

@@ -252,6 +252,13 @@ def fuzz(
 @click.option("--engine", default=None, help="Grammar engine: llguidance (default), xgrammar or outlines.")
 @click.option("--model-name", default=None, help="Model id in /v1/models (default: the folder name).")
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
+@click.option(
+    "--log-format",
+    default="logfmt",
+    show_default=True,
+    type=click.Choice(["logfmt", "json"]),
+    help="Shape of the one log line per decision.",
+)
 def serve(
     model_path: str | None,
     host: str,
@@ -259,6 +266,7 @@ def serve(
     engine: str | None,
     model_name: str | None,
     threads: int | None,
+    log_format: str,
 ) -> None:
     """Serve a local model as an OpenAI-compatible endpoint with guarded tool calls.
 
@@ -273,7 +281,8 @@ def serve(
 
     try:
         run_serve(
-            model=model_path, host=host, port=port, engine=engine, model_name=model_name, threads=threads
+            model=model_path, host=host, port=port, engine=engine, model_name=model_name, threads=threads,
+            log_format=log_format,  # type: ignore[arg-type]
         )
     except ConfigError as exc:
         click.echo(f"toolguard serve: {exc}", err=True)

@@ -266,3 +266,22 @@ def test_behind_the_toolguard_proxy(served: str, weather: list[dict[str, Any]], 
         )
         finishes = [c.choices[0].finish_reason for c in stream if c.choices and c.choices[0].finish_reason]
         assert finishes == ["tool_calls"]
+
+
+def test_each_turn_is_one_decision_line_and_a_stream_ends_with_it(
+    client: Any, weather: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="toolguard.serve")
+    stream = client.chat.completions.create(
+        model="toolguard-demo", messages=[{"role": "user", "content": "What's the weather in Paris?"}],
+        tools=weather, tool_choice="required", temperature=0, stream=True,
+    )
+    finishing = [c for c in stream if c.choices and c.choices[0].finish_reason]
+    assert len(finishing) == 1
+    summary = (finishing[0].choices[0].delta.model_extra or {}).get("toolguard")
+    assert summary == {"verdict": "ok", "action": "released", "retries": 0, "attempts": 1}
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolguard.serve"]
+    assert len(lines) == 1 and lines[0].startswith("decision=released door=serve attempt=1")
+    assert "finish_reason=tool_calls" in lines[0] and "Paris" not in lines[0]

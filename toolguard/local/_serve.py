@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._choice import parse_tool_choice
+from .._decisions import Action, Decision, LogFormat, log_decision
 from .._exceptions import ConfigError, GrammarError, SchemaError, ToolError, UsageError
 from .._openai import error_body, exception_code
 
@@ -57,6 +59,8 @@ DEFAULT_MAX_TOKENS = 512
 MAX_TOKENS_CAP = 4096
 #: Largest request body accepted, in bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+
+log = logging.getLogger("toolguard.serve")
 
 _CLIENT_ERRORS = (UsageError, SchemaError, ToolError, GrammarError, ConfigError)
 
@@ -184,19 +188,35 @@ def _classify(exc: BaseException) -> tuple[int, dict[str, Any]]:
 class _Server:
     """State shared by the routes: the generator, its lock and its name."""
 
-    def __init__(self, generator: LocalGenerator, model_name: str) -> None:
+    def __init__(
+        self, generator: LocalGenerator, model_name: str, log_format: LogFormat = "logfmt",
+        log_arguments: bool = False,
+    ) -> None:
         self.generator = generator
         self.model_name = model_name
         self.lock = asyncio.Lock()
         self.created = int(time.time())
+        self.log_format: LogFormat = log_format
+        self.log_arguments = log_arguments
 
-    def _finish(self, result: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, result: dict[str, Any], started: float) -> dict[str, Any]:
+        """Name the model; at the end of a turn, log the decision (one line) and, on a stream's finishing
+        chunk, add it to the delta as ``toolguard`` (as the proxy and the vLLM door do)."""
         result["model"] = self.model_name
+        choices = result.get("choices") or ()
+        finish = choices[0].get("finish_reason") if choices else None
+        if finish:
+            decision = _serve_decision(finish, time.monotonic() - started)
+            log_decision(log, decision, self.log_format, arguments=self.log_arguments)
+            delta = choices[0].get("delta")
+            if isinstance(delta, dict):
+                delta["toolguard"] = decision.summary()
         return result
 
     async def generate(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         kwargs = {k: v for k, v in kwargs.items() if k not in ("stream", "include_usage")}
         messages = kwargs.pop("messages")
+        started = time.monotonic()
         async with self.lock:
             work = asyncio.ensure_future(asyncio.to_thread(self.generator.chat, messages, **kwargs))
             try:
@@ -204,7 +224,7 @@ class _Server:
             except asyncio.CancelledError:  # the client left: keep the lock until the model is free again
                 await asyncio.wait([work])
                 raise
-        return self._finish(result)
+        return self._finish(result, started)
 
     async def stream(self, kwargs: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Chunks of one streamed generation. The first ``__anext__`` raises request errors (before any byte
@@ -215,6 +235,7 @@ class _Server:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
+        started = time.monotonic()
 
         def work() -> None:
             try:
@@ -237,19 +258,25 @@ class _Server:
                         return
                     if kind == "error":
                         raise item
-                    yield self._finish(item)
+                    yield self._finish(item, started)
             finally:
                 stop.set()
                 await asyncio.to_thread(thread.join)
 
 
-def create_serve_app(generator: LocalGenerator, *, model_name: str | None = None) -> Starlette:
+def create_serve_app(
+    generator: LocalGenerator,
+    *,
+    model_name: str | None = None,
+    log_format: LogFormat = "logfmt",
+    log_arguments: bool = False,
+) -> Starlette:
     """The ASGI app of ``toolguard serve`` over ``generator`` (see the module docstring)."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
-    server = _Server(generator, model_name or generator.model_name)
+    server = _Server(generator, model_name or generator.model_name, log_format, log_arguments)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "model": server.model_name, "busy": server.lock.locked()})
@@ -328,6 +355,21 @@ def create_serve_app(generator: LocalGenerator, *, model_name: str | None = None
     )
 
 
+#: (action, verdict) of a local turn by its finish reason: the grammar made the calls valid, the Guard-side
+#: checks cut a loop (``repetition``) or withheld a call cut by the token limit (``length``).
+_FINISHES: dict[str, tuple[Action, str]] = {
+    "stop": ("released", "ok"),
+    "tool_calls": ("released", "ok"),
+    "repetition": ("cut", "runaway"),
+    "length": ("withheld", "truncated"),
+}
+
+
+def _serve_decision(finish: str, latency: float) -> Decision:
+    action, verdict = _FINISHES.get(finish, ("released", "ok"))
+    return Decision(action, verdict, "serve", latency=latency, detail={"finish_reason": finish})
+
+
 def _sse(payload: Mapping[str, Any]) -> str:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
@@ -341,6 +383,7 @@ def serve(
     model_name: str | None = None,
     threads: int | None = None,
     log_level: str = "info",
+    log_format: LogFormat = "logfmt",
 ) -> None:
     """Load ``model`` (default: the embedded demo model) and serve it on ``host:port`` until interrupted."""
     import uvicorn
@@ -351,4 +394,15 @@ def serve(
     loaded, tokenizer = load_local_model(model, threads=threads)
     name = model_name or ("toolguard-demo" if model is None else Path(model).name)
     generator = LocalGenerator(loaded, tokenizer, engine=engine or DEFAULT_ENGINE, model_name=name)
-    uvicorn.run(create_serve_app(generator, model_name=name), host=host, port=port, log_level=log_level)
+    app = create_serve_app(generator, model_name=name, log_format=log_format)
+    _decision_logging(log_level, log_format)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _decision_logging(level: str, log_format: LogFormat) -> None:
+    """Decision lines of ``toolguard.serve`` on stderr beside uvicorn's (bare JSON objects with ``json``)."""
+    handler = logging.StreamHandler()
+    plain = "%(asctime)s %(levelname)s %(name)s %(message)s"
+    handler.setFormatter(logging.Formatter("%(message)s" if log_format == "json" else plain))
+    log.addHandler(handler)
+    log.setLevel(level.upper())

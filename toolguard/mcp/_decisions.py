@@ -4,8 +4,10 @@ Every ``tools/call`` the guard answers produces exactly one ``McpDecision`` (``f
 ``invalid_arguments``, ``unknown_tool``, ``policy_refused``, ``bad_schema``, ``output_invalid``,
 ``result_too_large``, ``tool_error``, ``server_error``, ``timeout``, ``transport_failure``, ``duplicate``,
 ``cancelled``); listings and connection events add ``bad_schema`` (per tool, when listed), ``restarted`` and
-``protocol_error``. ``Reporter.report`` is the one place a decision leaves the guard, so switching to a shared
-decision record type later touches this module only.
+``protocol_error``. ``Reporter.report`` is the one place a decision leaves the guard; ``McpDecision.record()``
+is the same decision as the shared record of every door (``toolguard._decisions.Decision``). The log line
+keeps its own field names (``decision=<kind> tool=... id=... attempts=... reached_server=...``), which
+operators' filters already read.
 
 Log lines carry no arguments and no result text (they may hold secrets); reasons are sanitised.
 """
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from .._decisions import Decision
 from .._sanitize import sanitize
 
 __all__ = ["DecisionKind", "McpDecision", "Reporter"]
@@ -62,6 +65,18 @@ class McpDecision:
     reason: str | None = None
     duration: float = 0.0
     session: str | None = None
+
+    def record(self) -> Decision:
+        """The same decision as the shared record of every door (``toolguard._decisions.Decision``):
+        ``forwarded`` stays the action, every other kind is the verdict of an ``answered`` call."""
+        detail: dict[str, Any] = {"reached_server": self.reached_server}
+        if self.session is not None:
+            detail["session"] = self.session
+        return Decision(
+            "forwarded" if self.kind == "forwarded" else "answered", self.kind, "mcp", attempt=self.attempts,
+            tool=self.tool, request_id=self.request_id, latency=self.duration,
+            message=sanitize(self.reason, max_chars=300) if self.reason else None, detail=detail,
+        )
 
 
 class Reporter:

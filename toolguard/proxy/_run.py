@@ -23,11 +23,11 @@ def _decision_logging(config: ProxyConfig) -> None:
         handler = logging.StreamHandler()
         handler._toolguard = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
-    for handler in logger.handlers:
-        if getattr(handler, "_toolguard", False):
-            plain = "%(asctime)s %(levelname)s %(name)s %(message)s"
-            fmt = "%(message)s" if config.log_format == "json" else plain
-            handler.setFormatter(logging.Formatter(fmt))
+    plain = "%(asctime)s %(levelname)s %(name)s %(message)s"
+    fmt = "%(message)s" if config.log_format == "json" else plain
+    for existing in logger.handlers:
+        if getattr(existing, "_toolguard", False):
+            existing.setFormatter(logging.Formatter(fmt))
 
 
 def run(

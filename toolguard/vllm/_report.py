@@ -1,7 +1,7 @@
 """Decisions of the vLLM door: one record per turn, logged and (on streams) sent on the last chunk.
 
-Every decision goes through ``decision()``, so when the shared decision record of the other doors changes,
-this is the one place to follow it. A record names the verdict, what the door did about it, where it
+Every decision goes through ``decision()``, which makes the shared record of every door
+(``toolguard._decisions.Decision``). A record names the verdict, what the door did about it, where it
 happened (tool, JSON pointer, keyword, offset) and whether the engine enforced the turn; it never carries
 argument values or message text (the client gets those in its own answer). Logged on vLLM's logger tree
 (``vllm.toolguard``), so lines appear in the server log with vLLM's own prefix.
@@ -9,16 +9,15 @@ argument values or message text (the client gets those in its own answer). Logge
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from .._decisions import Action, Decision, log_decision
 from .._verdict import GuardVerdict
 
 __all__ = ["Action", "EngineConstraint", "decision"]
 
-Action = Literal["released", "cut", "withheld", "stopped", "refused"]
 EngineConstraint = Literal["structural_tag", "client", "none"]
 #: What the door does for each verdict kind.
 _ACTIONS: dict[str, Action] = {"ok": "released", "fabricated": "cut", "truncated": "withheld",
@@ -35,24 +34,18 @@ def decision(
     calls: int = 0,
     stream: bool,
 ) -> dict[str, Any]:
-    """Record, log and return the decision on one finished (or refused) turn."""
-    record: dict[str, Any] = {
-        "door": "vllm",
-        "verdict": verdict.kind,
-        "action": _ACTIONS.get(verdict.kind, "refused"),
-        "engine_constraint": constraint,
-        "calls": calls,
-        "stream": stream,
-    }
-    for name in ("where", "tool", "path", "keyword", "offset"):
-        value = getattr(verdict, name)
-        if value is not None:
-            record[name] = value
+    """Record, log and return the decision on one finished (or refused) turn: the shared ``Decision``
+    (``toolguard._decisions``) with the vLLM facts in its ``detail``; the returned dict (sent on the last
+    chunk) adds the JSON pointer, the log line leaves it out."""
+    detail: dict[str, Any] = {"engine_constraint": constraint, "calls": calls, "stream": stream}
     if verdict.runaway is not None:
-        record["runaway"] = {"kind": verdict.runaway.kind, "period": verdict.runaway.period,
+        detail["runaway"] = {"kind": verdict.runaway.kind, "period": verdict.runaway.period,
                              "copies": verdict.runaway.copies}
     if unenforced:
-        record["unenforced"] = [f"{tool}{pointer}" for tool, pointer in unenforced]
-    level = logging.INFO if verdict.kind == "ok" else logging.WARNING
-    _log.log(level, "toolguard decision %s", json.dumps(record, sort_keys=True))
-    return record
+        detail["unenforced"] = [f"{tool}{pointer}" for tool, pointer in unenforced]
+    record = Decision(
+        _ACTIONS.get(verdict.kind, "refused"), verdict.kind, "vllm", tool=verdict.tool, where=verdict.where,
+        keyword=verdict.keyword, offset=verdict.offset, path=verdict.path, detail=detail,
+    )
+    log_decision(_log, record, "json")
+    return record.fields(arguments=True)
