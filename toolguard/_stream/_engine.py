@@ -335,19 +335,23 @@ class Engine(JsonHandlerBase):
             f = top.kf if top is not None else None
         return None if f is None or f.early is None else f
 
-    def escape_start(self, offset: int) -> None:
+    def escape_start(self, offset: int) -> bool:
         """A backslash in a string or key: a string already at its ``maxLength`` cannot take the character the
         escape will add, and one no member of an ``enum``/``const`` (or no allowed key name) continues by any
         character cannot either: it dies at the backslash rather than at the escape's last character."""
         f = self._escape_frame()
         if f is None or f.early is None:
-            return
+            return False
         for ev in f.early:
             node = getattr(ev, "node", None)  # a KeyName filter has none
             if not ev.dead and node is not None and node.max_len is not None and f.slen >= node.max_len:
                 self.off = offset
                 ev.fail(self, "maxLength", f"the string is longer than the maxLength of {node.max_len}")
+        if f.slen >= self.partial_max:  # past it, text checks wait for the closing quote (as _string_early)
+            return False
         self._range_early(f, 0, 0xFFFF, offset)
+        # the escape's hex digits, if any, narrow it further (escape_range) while a check is alive
+        return any(not ev.dead for ev in f.early)
 
     def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None:
         """A ``\\u`` escape's hex digit narrowed the character it adds to code units ``lo..hi``: a string no

@@ -21,12 +21,12 @@ Events (methods called on the handler; offsets index the whole stream):
   the escape's last character.
 - ``string_end(offset)`` / ``key_end(offset)``: the closing quote. ``key_start(offset)``: a key's opening
   quote. ``escape_start(offset)``: a backslash that will add at least one character to the string or key
-  being read (not sent for the second half of a surrogate pair). ``escape_range(lo, hi, offset)``: after a
-  ``\u`` escape's first, second and third hex digit (at ``offset``), the UTF-16 code unit it will decode to
-  lies in ``lo..hi``; the decoded character follows at the fourth, whatever the chunking (``hint``: that
-  code unit when the parser already has it, else -1; ``high``: a pending high surrogate the escape may
-  complete into one astral character, else -1). A high surrogate's fourth digit sends ``lo == hi`` (its
-  character comes with the next escape, or alone).
+  being read (not sent for the second half of a surrogate pair); a true return asks for the next events.
+  ``escape_range(lo, hi, offset)``: after a ``\u`` escape's first, second and third hex digit (at
+  ``offset``), the UTF-16 code unit it will decode to lies in ``lo..hi``; the decoded character follows at
+  the fourth, whatever the chunking (``hint``: that code unit when the parser already has it, else -1;
+  ``high``: a pending high surrogate the escape may complete into one astral character, else -1). A high
+  surrogate's fourth digit sends ``lo == hi`` (its character comes with the next escape, or alone).
 - ``number_part(text, start)``: the number so far (``text`` is everything from ``start``), sent when a chunk
   ends inside a number. ``number_end(text, start, end)``: the whole literal; ``end`` is the offset of the
   character that terminated it (or the stream length at ``close()``).
@@ -97,7 +97,7 @@ class JsonHandler(Protocol):
     def key_start(self, offset: int) -> None: ...
     def key_part(self, text: str, offset: int) -> None: ...
     def key_end(self, offset: int) -> None: ...
-    def escape_start(self, offset: int) -> None: ...
+    def escape_start(self, offset: int) -> bool | None: ...
     def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None: ...
     def number_part(self, text: str, start: int) -> None: ...
     def number_end(self, text: str, start: int, end: int) -> None: ...
@@ -120,8 +120,9 @@ class JsonHandlerBase:
     override them only to go faster.
     """
 
-    def escape_start(self, offset: int) -> None:
-        """A backslash: most handlers wait for the decoded character instead."""
+    def escape_start(self, offset: int) -> bool | None:
+        """A backslash: most handlers wait for the decoded character instead (and return a false value: no
+        ``escape_range`` events for this escape, nor for the second half of a pair it starts)."""
 
     def escape_range(self, lo: int, hi: int, offset: int, hint: int = -1, high: int = -1) -> None:
         """A ``\\u`` escape's first, second or third hex digit: most handlers wait for the fourth."""
@@ -169,6 +170,7 @@ class JsonPushParser:
         "_stack",
         "_state",
         "_ubuf",
+        "_watch",
         "max_depth",
         "max_number_length",
     )
@@ -180,6 +182,7 @@ class JsonPushParser:
         self._in_key = False
         self._ubuf = ""
         self._hi = -1  # pending high surrogate (code), -1 when none
+        self._watch = False  # the handler wants escape_range for the escape being read
         self._num = ""
         self._num_start = 0
         self._lit = ""
@@ -229,7 +232,8 @@ class JsonPushParser:
             self._hi = code
             # no character yet (an astral one if a low surrogate follows, else this one alone), but its first
             # code unit is known: checks can decide now
-            self._h.escape_range(code, code, offset, code)
+            if self._watch:
+                self._h.escape_range(code, code, offset, code)
             return
         (self._h.key_part if self._in_key else self._h.string_part)(chr(code), offset)
 
@@ -304,7 +308,7 @@ class JsonPushParser:
                             h.string_end(base + end)
                     elif c == "\\":
                         if self._hi < 0:  # an escape adds at least one character (a pair completes one)
-                            h.escape_start(base + end)
+                            self._watch = bool(h.escape_start(base + end))
                         if end + 1 < n:
                             e = chunk[end + 1]
                             simple = _SIMPLE.get(e)
@@ -315,13 +319,15 @@ class JsonPushParser:
                             if e == "u":
                                 m = _UESC(chunk, end)
                                 if m is not None:
-                                    self._hex_ranges(m.group(1), base + end + 2)
+                                    if self._watch:
+                                        self._hex_ranges(m.group(1), base + end + 2)
                                     self._escape_code(int(m.group(1), 16), base + end + 5)
                                     pos = end + 6
                                     continue
                                 if end + 6 <= n:
                                     bad = next(i for i in range(end + 2, end + 6) if chunk[i] not in _HEX)
-                                    self._hex_ranges(chunk[end + 2 : bad], base + end + 2)
+                                    if self._watch:
+                                        self._hex_ranges(chunk[end + 2 : bad], base + end + 2)
                                     raise JsonParseError(
                                         f"invalid \\u escape: {_show(chunk[bad])} is not a hex digit",
                                         base + bad,
@@ -509,7 +515,7 @@ class JsonPushParser:
                         raise JsonParseError(f"invalid \\u escape: {_show(c)} is not a hex digit", base + pos)
                     self._ubuf += c
                     pos += 1
-                    if len(self._ubuf) < 4:
+                    if len(self._ubuf) < 4 and self._watch:
                         self._range_after(self._ubuf, base + pos - 1)
                     if len(self._ubuf) == 4:
                         state = _STRING
