@@ -249,6 +249,31 @@ class Guard:
         what a retry would have to take back hold content while this is true. O(1)."""
         return self.content_undecided_chars() > 0
 
+    @property
+    def content_length(self) -> int:
+        """Characters of accepted content so far. O(1)."""
+        return self._content_len
+
+    @property
+    def call_count(self) -> int:
+        """Tool calls seen so far. O(1)."""
+        return len(self._order)
+
+    def content_since(self, start: int) -> str:
+        """The accepted content from character ``start`` on; O(its length), whatever came before."""
+        need = self._content_len - start
+        if need <= 0:
+            return ""
+        parts: list[str] = []
+        got = 0
+        for piece in reversed(self._content):
+            parts.append(piece)
+            got += len(piece)
+            if got >= need:
+                break
+        text = "".join(reversed(parts))
+        return text[len(text) - need :]
+
     def content_undecided_chars(self) -> int:
         """How many characters at the end of the content may still turn out to be a call written into it
         (0 once a tool call came, or after a verdict; while a repair reads a call written into the text,

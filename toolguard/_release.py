@@ -29,6 +29,9 @@ release rule of its own. The rules, each living only here:
 - **Repaired calls.** While the Guard repairs a call written into the text, the text from the call's start is
   held (it is the call's); when the attempt is accepted the prose not shown yet goes out, then the calls the
   Guard parsed from it, as held calls.
+- **Raw text in a call format** (a ``Guard(format=...)`` fed ``TokenDelta``s, as the vLLM plugin's text
+  turns are): the prose its parser vouched for goes out as it comes (the parser holds a marker's first
+  characters), each call whole once it closed and validated (``parsed``).
 - **What a retry would show.** ``retry_visible(verdict)`` says whether retrying the attempt could not be
   invisible to the client: a call fragment went out, text went out in pass mode, or the loop being retried
   is in text already shown. A door that cannot announce a retry (the proxy) ends the response instead.
@@ -42,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from ._events import ContentDelta, ToolCallDelta
+from ._events import ContentDelta, TokenDelta, ToolCallDelta
 
 if TYPE_CHECKING:
     from ._guard import Guard, GuardVerdict
@@ -102,6 +105,7 @@ class ReleaseGate:
         "_guard",
         "_has_calls",
         "_held",
+        "_parsed_calls",
         "_pending",
         "_pending_len",
         "_retry_hold",
@@ -133,6 +137,7 @@ class ReleaseGate:
         self._has_calls = False
         self._held: list[Piece] = []
         self._calls: dict[int, _CallOut] = {}
+        self._parsed_calls = 0  # calls of a raw-text Guard handed out (``parsed``)
         self._retry_hold = False
 
     # ----------------------------------------------------------------------------------------- inspection
@@ -186,7 +191,37 @@ class ReleaseGate:
             return self._text(event.text)  # type: ignore[attr-defined]
         if kind is ToolCallDelta:
             return self._call(event)  # type: ignore[arg-type]
+        if kind is TokenDelta:
+            return self.parsed(verdict)
         return []
+
+    def parsed(self, verdict: GuardVerdict) -> list[Piece]:
+        """For a Guard reading raw text in a call format (``TokenDelta``s, ``Guard(format=...)``): the prose
+        and the calls its parser settled since the last call, ``verdict`` being the Guard's latest (after
+        ``close()``, its final one). The parser holds a marker's first characters itself; prose goes out
+        unless the generation failed (a loop ends it, the prose before stands); a call goes out whole, once
+        closed and validated (hold: when the attempt is accepted)."""
+        guard = self._guard
+        assert guard is not None
+        out: list[Piece] = []
+        if verdict.usable or verdict.kind == "runaway":
+            fresh = guard.content_since(self._attempt_chars)
+            if fresh:
+                self._show(fresh)
+                out.append(Text(fresh))
+        if verdict.usable and guard.call_count > self._parsed_calls:
+            self._has_calls = True
+            for call in guard.tool_calls[self._parsed_calls :]:
+                piece = CallStart(self.next_index, call.id, call.name, call.arguments)
+                self.next_index += 1
+                if self.mode == "pass":
+                    out.append(piece)
+                    self._calls_out = True
+                    self._started = self.next_index
+                else:
+                    self._held.append(piece)
+            self._parsed_calls = guard.call_count
+        return out
 
     def accept(self) -> list[Piece]:
         """The flow accepted the attempt: what was held, in order (text first, then the calls)."""

@@ -4,9 +4,10 @@ Theory of operation
 -------------------
 An engine that writes tool calls as text (``<tool_call>{...}</tool_call>``) and a door that must hand the
 client structured ``tool_calls`` need the same three answers as every other door: which prose may be shown,
-which calls are valid, and how the turn ended. ``TextTurn`` gets all three from one ``Guard(format=...)``
+which calls are valid, and how the turn ended. ``TextTurn`` gets the verdicts from one ``Guard(format=...)``
 (the format parser, a ``StreamValidator`` per call, the runaway detector and the termination rules live
-there) and adds only the release rule of *hold* mode:
+there) and what to show from the release gate every door shares (``toolguard._release``, its raw-text rule);
+it adds only where a loop found in the raw text ends the turn:
 
 - prose is released as soon as the format parser vouches for it (a marker's first characters are held by
   the parser until they turn out not to open a call);
@@ -35,6 +36,7 @@ from typing import Any
 
 from ._events import TokenDelta
 from ._guard import Guard
+from ._release import CallStart, ReleaseGate, Text
 from ._tools import ToolCall, ToolSet
 from ._verdict import GuardVerdict
 
@@ -59,7 +61,7 @@ class TextTurn:
     """Raw text of one generation in ``format`` (``"hermes"``...), judged by a ``Guard`` over ``tools`` and
     ``tool_choice`` (the request's). See the module docstring."""
 
-    __slots__ = ("_calls_out", "_closed", "_content_out", "_format", "_guard", "_raw", "_stopped")
+    __slots__ = ("_calls_out", "_closed", "_format", "_gate", "_guard", "_raw", "_stopped")
 
     def __init__(
         self,
@@ -69,9 +71,10 @@ class TextTurn:
         format: str = "hermes",
     ) -> None:
         self._guard = Guard(tools, tool_choice=tool_choice, format=format)
+        self._gate = ReleaseGate("pass")  # a call goes out whole once it validated: nothing to hold back
+        self._gate.begin(self._guard)
         self._format = format
         self._raw: list[str] = []
-        self._content_out = 0  # characters of prose released
         self._calls_out = 0  # calls released
         self._stopped: GuardVerdict | None = None  # the runaway that ended the turn
         self._closed = False
@@ -107,18 +110,13 @@ class TextTurn:
         return self._release(self._guard.close())
 
     def _release(self, verdict: GuardVerdict) -> Release:
-        if verdict.failed and verdict.kind != "runaway":
+        pieces = self._gate.parsed(verdict)
+        if not pieces:
             return _NOTHING
-        guard = self._guard
-        content = guard.content
-        fresh = content[self._content_out :]
-        self._content_out = len(content)
-        calls: tuple[ToolCall, ...] = ()
-        if verdict.usable:
-            parsed = guard.tool_calls
-            calls = tuple(parsed[self._calls_out :])
-            self._calls_out = len(parsed)
-        return Release(fresh, calls) if fresh or calls else _NOTHING
+        fresh = "".join(p.text for p in pieces if type(p) is Text)  # type: ignore[union-attr]
+        calls = tuple(ToolCall(p.name, p.arguments, p.id) for p in pieces if type(p) is CallStart)  # type: ignore[union-attr]
+        self._calls_out += len(calls)
+        return Release(fresh, calls)
 
     def _stop(self, verdict: GuardVerdict) -> Release:
         """A loop in the raw text ends the turn at the character where it was recognised."""
@@ -128,8 +126,8 @@ class TextTurn:
         runaway = verdict.runaway
         end = runaway.detected_at if runaway is not None else sum(map(len, self._raw))
         prose = parse("".join(self._raw)[:end], format=self._format).content  # type: ignore[arg-type]
-        fresh = prose[self._content_out :] if prose.startswith(self._guard.content) else ""
-        self._content_out += len(fresh)
+        shown = self._gate.shown_text
+        fresh = prose[len(shown) :] if prose.startswith(shown) else ""
         return Release(fresh) if fresh else _NOTHING
 
     @property
