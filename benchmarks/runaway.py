@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolguard import Runaway, RunawayConfig, RunawayDetector
+from toolguard import Runaway, RunawayDetector
+from toolguard._runaway import RunawayConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolguard import Runaway, RunawayConfig, RunawayDetector
+from toolguard import Runaway, RunawayDetector
+from toolguard._runaway import RunawayConfig
 
 SETTINGS = settings(
     max_examples=60,

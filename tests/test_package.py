@@ -37,12 +37,42 @@ def test_all_is_sorted_and_complete() -> None:
         assert hasattr(toolguard, name), name
 
 
-def test_all_matches_the_modules_public_names() -> None:
-    from toolguard import _exceptions, _executor, _guard, _loop, _runaway, _stream, _tools, sdk
+# The whole public surface: what the README, DESIGN.md and the examples use, and the exception tree. A name
+# added to or dropped from toolguard.__all__ must be added or dropped here too, on purpose.
+PUBLIC = [
+    "AgentLoop", "AsyncAgentLoop", "AsyncExecutor", "ConfigError", "ContentDelta", "ExecutionRecord",
+    "Executor", "Finish", "FlowEvent", "GrammarCompileTimeout", "GrammarError", "Guard", "GuardError",
+    "GuardReport", "GuardVerdict", "LoopResult", "Policy", "RemoteRefRefused", "RetryPolicy", "Runaway",
+    "RunawayDetector", "RunawayGeneration", "RunawayPolicy", "SchemaError", "SchemaLimitExceeded",
+    "StreamValidator", "TokenDelta", "Tool", "ToolCall", "ToolCallDelta", "ToolCallRejected", "ToolError",
+    "ToolSet", "ToolguardError", "TruncatedToolCall", "UnsupportedKeyword", "UpstreamError",
+    "UpstreamProtocolError", "UpstreamStatusError", "UpstreamTimeout", "UsageError", "ValidationLimits",
+    "Verdict", "Violation", "__version__", "guard_report", "tool", "validate_json", "wrap",
+]
 
-    modules = (_exceptions, _executor, _guard, _loop, _runaway, _stream, _tools, sdk)
-    expected = {name for module in modules for name in module.__all__} | {"__version__"}
-    assert set(toolguard.__all__) == expected
+
+def test_all_is_the_pinned_public_surface() -> None:
+    assert toolguard.__all__ == PUBLIC
+
+
+def test_every_exception_of_the_tree_is_public() -> None:
+    from toolguard import _exceptions
+
+    assert set(_exceptions.__all__) <= set(toolguard.__all__)
+
+
+def test_internals_stay_importable_from_their_modules() -> None:
+    from toolguard._policy import StreamMode
+    from toolguard._runaway import (
+        FINISH_REASON_REPETITION,
+        MAX_RUNAWAY_RETRIES,
+        RunawayConfig,
+        loop_in_prompt,
+    )
+    from toolguard._verdict import GuardLimits
+
+    assert FINISH_REASON_REPETITION == "repetition" and MAX_RUNAWAY_RETRIES >= 1
+    assert callable(loop_in_prompt) and GuardLimits() and RunawayConfig() and StreamMode
 
 
 def test_public_classes_read_as_toolguard() -> None:

@@ -11,17 +11,8 @@ from pathlib import Path
 import pytest
 
 import toolguard
-from toolguard import (
-    FINISH_REASON_REPETITION,
-    ConfigError,
-    Runaway,
-    RunawayConfig,
-    RunawayDetector,
-    RunawayPolicy,
-    UsageError,
-    loop_in_prompt,
-)
-from toolguard._runaway import classify_unit
+from toolguard import ConfigError, Runaway, RunawayDetector, RunawayPolicy, UsageError
+from toolguard._runaway import FINISH_REASON_REPETITION, RunawayConfig, classify_unit, loop_in_prompt
 
 PROSE = (
     "The if statement is used for conditional execution. It selects exactly one of the suites by evaluating "
@@ -40,15 +31,12 @@ def feed(text: str, *, size: int = 3, detector: RunawayDetector | None = None) -
 
 
 def test_public_names() -> None:
-    for name in (
-        "RunawayDetector",
-        "Runaway",
-        "RunawayConfig",
-        "RunawayPolicy",
-        "FINISH_REASON_REPETITION",
-        "loop_in_prompt",
-    ):
+    from toolguard import _runaway
+
+    for name in ("RunawayDetector", "Runaway", "RunawayPolicy"):
         assert name in toolguard.__all__
+    for name in ("RunawayConfig", "FINISH_REASON_REPETITION", "loop_in_prompt"):  # the module's API
+        assert name in _runaway.__all__
     assert FINISH_REASON_REPETITION == "repetition"
     runaway = Runaway("periodic", "ab", 2, 3, 0, 6, 6)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -46,7 +46,6 @@ from typing import Any
 from ._choice import parse_tool_choice
 from ._content_calls import ContentCallScan
 from ._events import ContentDelta, Finish, GuardEvent, TokenDelta, ToolCallDelta
-from ._events import __all__ as _events_all
 from ._exceptions import UsageError
 from ._openai import message_events
 from ._runaway import FINISH_REASON_REPETITION, RunawayConfig, RunawayDetector
@@ -69,18 +68,7 @@ def _default_detector() -> RunawayDetector:
     return RunawayDetector(config=_DEFAULT_RUNAWAY_CONFIG)
 
 
-# The policy and the flow's records are public too; they are imported at the end (they import this module).
-__all__ = [
-    *_events_all,
-    "AttemptRecord",
-    "FlowEvent",
-    "Guard",
-    "GuardLimits",
-    "GuardVerdict",
-    "Policy",
-    "StreamMode",
-    "VerdictKind",
-]
+__all__ = ["Guard", "GuardLimits", "GuardVerdict", "VerdictKind"]
 
 
 class _Call:
@@ -731,6 +719,3 @@ def _allowed_names(tools: ToolSet, tool_choice: Any) -> tuple[frozenset[str], st
         return allowed, f"a call of {choice.named!r} was required (tool_choice) but none was made"
     return allowed, "a tool call was required (tool_choice='required') but the model answered with text"
 
-
-from ._policy import Policy, StreamMode  # noqa: E402
-from ._reask import AttemptRecord, FlowEvent  # noqa: E402

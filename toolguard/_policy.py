@@ -12,9 +12,9 @@ from dataclasses import dataclass, fields
 from typing import Literal, TypeAlias
 
 from ._exceptions import ConfigError
-from ._guard import GuardLimits
 from ._retry import exponential_backoff
 from ._runaway import MAX_RUNAWAY_RETRIES, RunawayConfig, RunawayPolicy
+from ._verdict import GuardLimits
 
 __all__ = ["Policy", "StreamMode"]
 

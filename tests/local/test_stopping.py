@@ -23,7 +23,8 @@ from transformers import (  # noqa: E402
     StoppingCriteriaList,
 )
 
-from toolguard import RunawayConfig, RunawayDetector  # noqa: E402
+from toolguard import RunawayDetector  # noqa: E402
+from toolguard._runaway import RunawayConfig  # noqa: E402
 from toolguard.local import RunawayStoppingCriteria  # noqa: E402
 
 pytestmark = pytest.mark.local

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolguard import Runaway, RunawayConfig, RunawayDetector
+from toolguard import Runaway, RunawayDetector
+from toolguard._runaway import RunawayConfig
 
 from .corpus import Sample, build_corpus, pieces
 

@@ -8,6 +8,7 @@ Not part of the public API: the command line is.
 
 from __future__ import annotations
 
+from . import _targets  # noqa: F401  (importing it registers the built-in targets)
 from ._core import (
     DEFAULT_FINDINGS_DIR,
     DEFAULT_HANG_TIMEOUT,

@@ -195,8 +195,8 @@ def register(name: str, factory: Callable[[], Target]) -> None:
 
 
 def get_target(name: str) -> Target:
-    from . import _targets  # noqa: F401  (registers the built-in targets)
-
+    """A fresh target registered under ``name`` (the built-in ones register when ``toolguard._fuzz`` is
+    imported, which importing this module always does first)."""
     try:
         factory = _REGISTRY[name]
     except KeyError:
