@@ -46,7 +46,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from ._choice import parse_tool_choice
@@ -294,6 +294,8 @@ class RetryFlow:
             if verdict.usable and not (verdict.kind == "fabricated" and policy.on_fabricated == "reask"):
                 action: DecisionAction = "cut" if verdict.kind == "fabricated" else "released"
                 done = self._decision(action, number, None, verdict)
+                if guard.repaired:  # the calls were written as text and delivered as tool calls
+                    done = replace(done, detail={**done.detail, "repaired": "tool_calls"})
                 self._emit(FlowEvent("done", number, reason, verdict=verdict, decision=done))
                 return FlowResult(completed.response, guard, body, tuple(self.attempts), tuple(self.events))
             next_body: dict[str, Any] | None = None

@@ -226,3 +226,10 @@ def test_on_event_sees_every_step() -> None:
     seen: list[str] = []
     drive(RetryFlow(BODY, on_event=lambda e: seen.append(e.kind)), [BAD, GOOD])
     assert seen == ["attempt", "verdict", "retry", "attempt", "verdict", "done"]
+
+
+def test_a_repair_is_reported_as_a_decision() -> None:
+    text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    result, _, _ = drive(RetryFlow(BODY), [[ContentDelta(text), Finish("stop")]])
+    (done,) = [e.decision for e in result.events if e.kind == "done"]
+    assert done is not None and done.action == "released" and done.detail["repaired"] == "tool_calls"
