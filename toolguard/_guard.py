@@ -133,6 +133,7 @@ class Guard:
         "_repair_chars",
         "_repair_text",
         "_repair_verdict",
+        "_repair_xml",
         "_repaired",
         "_required",
         "_scan",
@@ -187,6 +188,7 @@ class Guard:
             self._repair = repair_format(call_format)
         self._repair_verdict: GuardVerdict | None = None  # the call_in_content verdict a repair stands in for
         self._repaired = False
+        self._repair_xml: GuardVerdict | None = None  # the calls are XML parameters: read at the end
         self._repair_text: list[str] = []  # the text handed to the parser, given back if nothing parses
         self._repair_chars = 0  # its length
         if format is not None:
@@ -354,6 +356,8 @@ class Guard:
         if self._repair_verdict is not None:  # repairing: the rest of the content goes to the format parser
             self._repair_text.append(text)
             self._repair_chars += len(text)
+            if self._repair_xml is not None:
+                return OK
             return self._on_parsed(self._parser.feed(text))
         if self._order:
             if not text.strip() and not self._fabricated:
@@ -570,17 +574,19 @@ class Guard:
                 verdict = self._on_fabricated("")
             elif isinstance(event, ProblemFound) and event.problem.kind == "malformed":
                 problem = event.problem
-                verdict = self._fail(
-                    GuardVerdict(
-                        "rejected",
-                        True,
-                        f"malformed tool call: {problem.message}",
-                        "arguments",
-                        call_index=len(self._order),
-                        offset=problem.offset,
-                        text=problem.text,
-                    )
+                malformed = GuardVerdict(
+                    "rejected",
+                    True,
+                    f"malformed tool call: {problem.message}",
+                    "arguments",
+                    call_index=len(self._order),
+                    offset=problem.offset,
+                    text=problem.text,
                 )
+                if self._xml_repairable():
+                    self._repair_xml = malformed  # Qwen3-Coder/GLM parameters: read whole at the end
+                    return OK
+                verdict = self._fail(malformed)
             if verdict.kind != "ok":
                 return verdict
         return verdict
@@ -593,7 +599,35 @@ class Guard:
         self._content_len += len(text)
         return OK
 
+    def _xml_repairable(self) -> bool:
+        if self._repair_verdict is None or self._order:
+            return False
+        from ._repair import XML_SIGNS
+
+        text = "".join(self._repair_text)
+        return any(sign in text for sign in XML_SIGNS)
+
+    def _finalize_xml(self, malformed: GuardVerdict) -> GuardVerdict | None:
+        """The calls written as XML parameters (``toolguard._repair.xml_calls``), checked like any others."""
+        from ._repair import xml_calls
+
+        schemas = {t.name: t.parameters for t in self._tools}
+        found = xml_calls("".join(self._repair_text), schemas)
+        if found is None:
+            return self._fail(malformed)
+        calls, rest = found
+        self._repaired = True
+        for index, (name, arguments) in enumerate(calls):
+            verdict = self._on_call(ToolCallDelta(index, None, name, arguments))
+            if verdict.kind != "ok":
+                return verdict
+        if rest.strip():
+            self._on_fabricated(rest)
+        return None
+
     def _finalize_parser(self, reason: str | None) -> GuardVerdict | None:
+        if self._repair_xml is not None:
+            return self._finalize_xml(self._repair_xml)
         parsed = self._parser.close()
         fed = len(self.content) - self._parser_base
         if len(parsed.content) > fed:

@@ -15,12 +15,16 @@ does I/O):
   a tool-result or next-turn marker (``<tool_response>``, ``Observation:``, ``<|im_start|>``, a role header,
   an end-of-turn token) carries text the model made up after its call. ``fabricated_split`` moves the content
   from that marker on after the calls, where the Guard's own rule cuts it exactly as it cuts it in a stream.
+- **Calls written as XML parameters** (Qwen3-Coder ``<function=NAME><parameter=KEY>…``, GLM
+  ``<arg_key>/<arg_value>``), which ``toolguard.formats`` reads as malformed JSON calls: ``xml_calls`` reads
+  them at the end of the turn, typed by the tool's schema.
 
 Cost: one regex search over the content per message; the parser is linear in the text it reads.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
@@ -30,7 +34,14 @@ from ._events import ContentDelta, GuardEvent, ToolCallDelta
 from ._exceptions import ConfigError
 from .formats import END_TOKENS, FORMATS
 
-__all__ = ["FABRICATION_MARKERS", "call_format_for", "fabricated_split", "repair_format"]
+__all__ = [
+    "FABRICATION_MARKERS",
+    "XML_SIGNS",
+    "call_format_for",
+    "fabricated_split",
+    "repair_format",
+    "xml_calls",
+]
 
 #: What starts text a model made up beside its calls: a tool's result, another turn, the end of the turn.
 FABRICATION_MARKERS = re.compile(
@@ -75,3 +86,51 @@ def fabricated_split(events: list[GuardEvent]) -> list[GuardEvent]:
         return events
     head: list[GuardEvent] = [ContentDelta(kept)] if kept.strip() else []
     return [*head, *calls, ContentDelta(cut), events[-1]]
+
+
+# Qwen3-Coder: <tool_call><function=NAME><parameter=KEY>VALUE</parameter>...</function></tool_call>
+_XML_CALL = re.compile(
+    r"\s*<tool_call>\s*<function=([^>\s]{1,128})>(.*?)</function>\s*</tool_call>", re.DOTALL
+)
+_XML_PARAM = re.compile(r"<parameter=([^>\s]{1,128})>\n?(.*?)\n?</parameter>", re.DOTALL)
+# GLM-4.5: <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...</tool_call>
+_GLM_CALL = re.compile(
+    r"\s*<tool_call>\s*([^<\s]{1,128})\s*((?:<arg_key>.*?</arg_value>\s*)*)</tool_call>", re.DOTALL
+)
+_GLM_PARAM = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
+#: Text that says a call is written as XML parameters (``xml_calls`` reads it), not as JSON.
+XML_SIGNS = ("<parameter=", "<arg_key>")
+
+
+def xml_calls(text: str, schemas: Mapping[str, Any]) -> tuple[list[tuple[str, str]], str] | None:
+    """The calls of ``text`` written as XML parameters (Qwen3-Coder's ``<function=…><parameter=…>``, GLM's
+    ``<arg_key>/<arg_value>``), back to back from its start: ``([(name, arguments JSON)], text after them)``,
+    or ``None`` when it does not start with one. Values are JSON-decoded unless the tool's schema
+    (``schemas[name]``) says the parameter is a string, as the servers' own parsers do."""
+    calls: list[tuple[str, str]] = []
+    at = 0
+    while True:
+        m = _XML_CALL.match(text, at)
+        if m is not None:
+            name, params = m.group(1), _XML_PARAM.findall(m.group(2))
+        else:
+            m = _GLM_CALL.match(text, at)
+            if m is None:
+                break
+            name, params = m.group(1), _GLM_PARAM.findall(m.group(2))
+        properties = (schemas.get(name) or {}).get("properties")
+        props = properties if isinstance(properties, Mapping) else {}
+        args = {key.strip(): _value(value, props.get(key.strip())) for key, value in params}
+        calls.append((name, json.dumps(args, ensure_ascii=False)))
+        at = m.end()
+    return (calls, text[at:]) if calls else None
+
+
+def _value(raw: str, schema: Any) -> Any:
+    kinds = schema.get("type") if isinstance(schema, Mapping) else None
+    if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw

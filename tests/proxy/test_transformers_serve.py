@@ -8,6 +8,7 @@ random model falls into one) cut with ``finish_reason="repetition"``. Needs ``tr
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 
 from .conftest import client_for
@@ -28,16 +30,17 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.local, pytest.mark.slow]
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+DEMO_MODEL = Path(__file__).resolve().parents[2] / "toolguard" / "_models" / "demo"
+PROMPTS = [
+    "What is the weather in Paris?",
+    "Weather in Tokyo in fahrenheit, please.",
+    "Forecast for Berlin for the next 3 days.",
+    "How warm is it in Rome right now?",
+]
 
 
-@pytest.fixture(scope="module")
-def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    from toolguard.local._fixtures import build_tiny_llama, build_tokenizer, default_corpus
-
-    folder = tmp_path_factory.mktemp("tiny-model")
-    tokenizer = build_tokenizer(default_corpus(max_bytes=60_000), 600)
-    build_tiny_llama(tokenizer).save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
+def _serve(folder: Path) -> Iterator[tuple[str, str]]:
+    """``transformers serve`` of the model in ``folder`` on a free port; (base URL, model name)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -67,6 +70,23 @@ def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    from toolguard.local._fixtures import build_tiny_llama, build_tokenizer, default_corpus
+
+    folder = tmp_path_factory.mktemp("tiny-model")
+    tokenizer = build_tokenizer(default_corpus(max_bytes=60_000), 600)
+    build_tiny_llama(tokenizer).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    yield from _serve(folder)
+
+
+@pytest.fixture(scope="module")
+def served_demo() -> Iterator[tuple[str, str]]:
+    """The embedded demo model (trained to call tools hermes-style), served by ``transformers serve``."""
+    yield from _serve(DEMO_MODEL)
 
 
 def test_real_upstream_stream_and_non_stream(served_model: tuple[str, str]) -> None:
@@ -104,3 +124,43 @@ def test_real_runaway_is_cut(served_model: tuple[str, str]) -> None:
     if finishes != ["repetition"]:
         pytest.skip(f"this random model did not loop here (finish {finishes}, {len(text)} chars)")
     assert len(chunks) < 400
+
+
+def test_every_valid_call_written_as_text_arrives_as_a_tool_call(served_demo: tuple[str, str]) -> None:
+    """transformers serve returns the demo model's ``<tool_call>...`` as plain content; through the proxy each
+    valid one is a tool call on the first attempt (no second generation), the text gone from the content."""
+    from toolguard import Guard
+    from toolguard.formats import parse
+
+    base, model = served_demo
+    tools = json.loads((DEMO_MODEL / "tools.json").read_text())["weather"]
+    written = 0
+    with ProxyServer(upstream=base) as proxy, client_for(proxy, timeout=300) as client:
+        direct = openai.OpenAI(base_url=base, api_key="unused", max_retries=0, timeout=300)
+        for prompt in PROMPTS:
+            kw = {
+                "model": model,
+                "messages": [{"role": "user", "content": prompt}],
+                "tools": tools,
+                "max_tokens": 120,
+                "temperature": 0,
+            }
+            text = direct.chat.completions.create(**kw).choices[0].message.content or ""
+            parsed = parse(text, format="hermes")
+            guard = Guard(tools, repair=True)
+            if not parsed.tool_calls or guard.feed_message({"content": text}, "stop").kind not in (
+                "ok",
+                "fabricated",
+            ):
+                continue  # not a valid call as written: the proxy may re-ask it
+            written += 1
+            raw = client.chat.completions.with_raw_response.create(**kw)
+            choice = raw.parse().choices[0]
+            assert raw.headers["x-toolguard-retries"] == "0", prompt
+            assert choice.finish_reason == "tool_calls" and "<tool_call>" not in (
+                choice.message.content or ""
+            )
+            got = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls]
+            assert got == [(c.name, json.loads(c.arguments)) for c in parsed.tool_calls], prompt
+    if not written:
+        pytest.skip("the demo model wrote no valid call as text for these prompts")
