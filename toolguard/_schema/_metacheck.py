@@ -14,13 +14,15 @@ nested Python closures, each answering "does this instance satisfy this metasche
 - ``format`` asks the very format checker the full check uses (so ``regex`` stays ECMA-262), ``pattern``
   uses ``re.search`` as jsonschema does, ``type`` follows jsonschema's type checks.
 
-The check is one-sided on purpose: wherever an exact answer would need jsonschema's finer semantics
-(``uniqueItems`` over anything but strings, a float where an integer is expected, a value of a type JSON
-has no name for) it answers ``False``, and ``False`` only means "run the full check", which then accepts
-or refuses with its own message. A metaschema using a keyword this module does not know is not compiled
-at all (``metaschema_check`` returns ``None``): the full check runs every time. So every refusal, and its
-reason, still comes from jsonschema; only the verdict "valid" is reached faster (tests/schema/
-test_metacheck.py compares both on every schema of the corpus and on generated ones).
+The check is one-sided on purpose: wherever an exact answer would need jsonschema's finer semantics (a
+float where an integer is expected, a value of a type JSON has no name for) it answers ``False``, and
+``False`` only means "run the full check", which then accepts or refuses with its own message.
+``uniqueItems`` (draft 4's ``enum``, ``required``, ``type`` lists) compares values as jsonschema's ``equal``
+does (``True`` is not ``1``, ``1`` is ``1.0``, arrays and objects member by member). A metaschema using a
+keyword this module does not know is not compiled at all (``metaschema_check`` returns ``None``): the full
+check runs every time. So every refusal, and its reason, still comes from jsonschema; only the verdict
+"valid" is reached faster (tests/schema/test_metacheck.py compares both on every schema of the corpus and
+on generated ones; benchmarks/metaschema.py over JSONSchemaBench too).
 """
 
 from __future__ import annotations
@@ -184,10 +186,7 @@ class _Compiler:
         if keyword == "uniqueItems":
             if not value:
                 return lambda x: True
-            # exact for strings; anything else (1 vs True vs 1.0, nested values) goes to the full check
-            return lambda x: not isinstance(x, list) or (
-                all(isinstance(v, str) for v in x) and len(set(x)) == len(x)
-            )
+            return lambda x: not isinstance(x, list) or _unique_items(x)
         if keyword in ("minimum", "exclusiveMinimum"):
             return self._minimum(keyword, value, node)
         if keyword == "enum":
@@ -245,6 +244,38 @@ class _Compiler:
             else:
                 needs[name] = self._compile(dependency, base)
         return lambda x: not isinstance(x, dict) or all(need(x) for name, need in needs.items() if name in x)
+
+
+def _unique_items(items: list[Any]) -> bool:
+    """``uniqueItems`` as jsonschema reads it: ``True`` and ``1`` differ, ``1`` and ``1.0`` do not, arrays and
+    objects compare member by member. A value of a type JSON has no name for answers ``False`` (the full
+    check decides)."""
+    seen = set()
+    for v in items:
+        key = _equality_key(v)
+        if key is None or key in seen:
+            return False
+        seen.add(key)
+    return True
+
+
+def _equality_key(v: Any) -> Any:
+    """A hashable key equal for two JSON values exactly when jsonschema's ``equal`` says they are."""
+    if v is True or v is False:
+        return ("b", v)
+    if v is None:
+        return ("z",)
+    if type(v) is str:
+        return ("s", v)
+    if type(v) is int or type(v) is float:
+        return ("n", v)  # 1 == 1.0 and they hash alike, as jsonschema's equality says
+    if type(v) is list:
+        keys = tuple(_equality_key(x) for x in v)
+        return None if None in keys else ("l", keys)
+    if type(v) is dict:
+        pairs = frozenset((k, _equality_key(x)) for k, x in v.items())
+        return None if any(key is None for _, key in pairs) else ("d", pairs)
+    return None
 
 
 def _requires(names: tuple[str, ...]) -> Check:
