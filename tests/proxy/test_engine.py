@@ -181,3 +181,17 @@ def test_engine_names() -> None:
     assert engine_of_models({"data": [{"id": "gpt-4o", "owned_by": "system"}]}) == "openai"
     assert engine_of_models({"data": [{"id": "x", "owned_by": "library"}]}) == "generic"
     assert engine_of_models(None, "llama.cpp") == "llamacpp"
+
+
+def test_a_stream_says_its_constraint(vllm: ProxyServer, upstream: ScriptedUpstream) -> None:
+    upstream.script(good())
+    with httpx.stream(
+        "POST",
+        vllm.base_url + "/chat/completions",
+        json={"model": "m", "messages": MESSAGES, "tools": TOOLS, "stream": True},
+        timeout=20,
+    ) as r:
+        assert r.headers["x-toolguard-engine-constraint"] == "structural_tag"
+        r.read()
+    metrics = httpx.get(vllm.base_url.removesuffix("/v1") + "/metrics").text
+    assert 'toolguard_first_attempts_total{constraint="structural_tag",valid="true"} 1' in metrics

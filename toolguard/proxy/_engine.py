@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from ._app import ProxyApp
     from ._exchange import Exchange
 
-__all__ = ["DETECT_RETRY_SECONDS", "EnginePlan", "Engines", "engine_headers"]
+__all__ = [
+    "DETECT_RETRY_SECONDS",
+    "EnginePlan",
+    "Engines",
+    "constraint_header",
+    "count_first_attempt",
+    "engine_headers",
+]
 
 log = logging.getLogger("toolguard.proxy")
 
@@ -163,10 +170,19 @@ class Engines(EngineMemory):
 def engine_headers(ex: Exchange, attempts: Sequence[Any]) -> list[tuple[bytes, bytes]]:
     """``x-toolguard-engine-constraint`` for a request with tools (none otherwise), and the first attempt's
     validity counted by the constraint it went with."""
+    count_first_attempt(ex, attempts)
+    return constraint_header(ex)
+
+
+def constraint_header(ex: Exchange) -> list[tuple[bytes, bytes]]:
+    """``x-toolguard-engine-constraint: structural_tag|none|refused`` for a request with tools, else none."""
     plan = ex.engine
-    if plan is None:
-        return []
-    first = attempts[0].verdict if attempts else None
-    if first is not None:
+    return [] if plan is None else [(b"x-toolguard-engine-constraint", plan.constraint.encode())]
+
+
+def count_first_attempt(ex: Exchange, attempts: Sequence[Any]) -> None:
+    """Count the request's first attempt (usable as it came, or not) by its engine constraint."""
+    plan = ex.engine
+    first = attempts[0].verdict if plan is not None and attempts else None
+    if plan is not None and first is not None:
         ex.app.metrics.first_attempt(plan.constraint, first.kind in ("ok", "fabricated"))
-    return [(b"x-toolguard-engine-constraint", plan.constraint.encode())]

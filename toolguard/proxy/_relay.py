@@ -31,6 +31,7 @@ from .._openai import ChunkWriter, read_chunk, sum_usage
 from .._reask import Attempt, Completed, RetryFlow, UpstreamFailure
 from .._release import ReleaseGate, coalesce
 from .._runaway import FINISH_REASON_REPETITION
+from ._engine import constraint_header, count_first_attempt
 from ._exchange import Exchange, upstream_error_body, violation_body
 from ._respond import SSE_HEADERS, send_json
 from ._sse import DONE, SSEDecoder, encode_data
@@ -94,7 +95,7 @@ class StreamRelay:
         return self.writer
 
     def _headers(self) -> list[tuple[bytes, bytes]]:
-        return [*SSE_HEADERS, (b"x-toolguard-mode", self.mode.encode())]
+        return [*SSE_HEADERS, (b"x-toolguard-mode", self.mode.encode()), *constraint_header(self.ex)]
 
     async def _end(self, tail: bytes) -> None:
         """The last write: ``tail`` (finish chunk or error event), the usage chunk when asked, ``[DONE]``."""
@@ -115,6 +116,7 @@ class StreamRelay:
         self.send = send
         try:
             await self._run(flow)
+            count_first_attempt(self.ex, flow.attempts)
         finally:
             if self.started:
                 self.ex.app.metrics.streams_open -= 1
