@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._arguments import ArgumentChecker
+from ._drive import adrive, drive
 from ._exceptions import ToolError
 from ._records import ExecutionRecord, ExecutionStatus
 from ._retry import RetryPolicy
@@ -263,18 +264,14 @@ class Executor(_BaseExecutor):
 
     def _drive(self, call: ToolCall) -> ExecutionRecord:
         start = time.perf_counter()
-        flow = self._flow(call)
-        answer: _Outcome | None = None
-        try:
-            while True:
-                request = flow.send(answer)
-                if isinstance(request, _Sleep):
-                    (self.retry.sleep or time.sleep)(request.seconds)
-                    answer = None
-                else:
-                    answer = self._run(request)
-        except StopIteration as stop:
-            record: ExecutionRecord = stop.value
+
+        def perform(request: _Run | _Sleep) -> _Outcome | None:
+            if isinstance(request, _Sleep):
+                (self.retry.sleep or time.sleep)(request.seconds)
+                return None
+            return self._run(request)
+
+        record: ExecutionRecord = drive(self._flow(call), perform)
         return dataclasses.replace(record, duration=time.perf_counter() - start)
 
     @staticmethod
@@ -366,20 +363,16 @@ class AsyncExecutor(_BaseExecutor):
         import asyncio
 
         start = time.perf_counter()
-        flow = self._flow(call)
-        answer: _Outcome | None = None
-        try:
-            while True:
-                request = flow.send(answer)
-                if isinstance(request, _Sleep):
-                    slept = (self.retry.sleep or asyncio.sleep)(request.seconds)
-                    if inspect.isawaitable(slept):
-                        await slept
-                    answer = None
-                else:
-                    answer = await self._run(request)
-        except StopIteration as stop:
-            record: ExecutionRecord = stop.value
+
+        async def aperform(request: _Run | _Sleep) -> _Outcome | None:
+            if isinstance(request, _Sleep):
+                slept = (self.retry.sleep or asyncio.sleep)(request.seconds)
+                if inspect.isawaitable(slept):
+                    await slept
+                return None
+            return await self._run(request)
+
+        record: ExecutionRecord = await adrive(self._flow(call), aperform)
         return dataclasses.replace(record, duration=time.perf_counter() - start)
 
     @staticmethod

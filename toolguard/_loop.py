@@ -35,6 +35,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._drive import adrive, drive
 from ._exceptions import UsageError
 from ._executor import AsyncExecutor, Executor
 from ._openai import reply_message
@@ -249,18 +250,23 @@ class _AgentFlow:
 
 
 class _LoopOptions:
+    """What both loops share: one constructor (the twins differ only in the executor they take, ``_executor``)
+    and the request each turn sends."""
+
+    executor: Any
+
     def __init__(
         self,
         client: Any,
-        tools: Any,
+        tools: ToolSet | Executor | AsyncExecutor | Iterable[Any],
         *,
-        model: str | None,
-        tool_choice: Any,
-        max_turns: int,
-        max_invalid_per_tool: int,
-        max_identical_calls: int,
-        text_format: Format | None,
-        create_kwargs: Mapping[str, Any] | None,
+        model: str | None = None,
+        tool_choice: Any = "auto",
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_invalid_per_tool: int = DEFAULT_MAX_INVALID_PER_TOOL,
+        max_identical_calls: int = DEFAULT_MAX_IDENTICAL_CALLS,
+        text_format: Format | None = None,
+        create_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         if max_turns < 1 or max_invalid_per_tool < 0 or max_identical_calls < 1:
             raise UsageError("need max_turns >= 1, max_invalid_per_tool >= 0 and max_identical_calls >= 1")
@@ -272,7 +278,11 @@ class _LoopOptions:
         self.max_identical_calls = max_identical_calls
         self.text_format = text_format
         self.create_kwargs = dict(create_kwargs or {})
-        self.tools_json: list[dict[str, Any]] = []
+        self.executor = self._executor(tools)
+        self.tools_json: list[dict[str, Any]] = self.executor.toolset.to_openai()
+
+    def _executor(self, tools: Any) -> Any:
+        raise NotImplementedError
 
     def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(self.create_kwargs)
@@ -302,50 +312,22 @@ class AgentLoop(_LoopOptions):
     ``run(messages)`` returns a ``LoopResult``; infrastructure errors from the client propagate.
     """
 
-    def __init__(
-        self,
-        client: Any,
-        tools: ToolSet | Executor | Iterable[Any],
-        *,
-        model: str | None = None,
-        tool_choice: Any = "auto",
-        max_turns: int = DEFAULT_MAX_TURNS,
-        max_invalid_per_tool: int = DEFAULT_MAX_INVALID_PER_TOOL,
-        max_identical_calls: int = DEFAULT_MAX_IDENTICAL_CALLS,
-        text_format: Format | None = None,
-        create_kwargs: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            tools,
-            model=model,
-            tool_choice=tool_choice,
-            max_turns=max_turns,
-            max_invalid_per_tool=max_invalid_per_tool,
-            max_identical_calls=max_identical_calls,
-            text_format=text_format,
-            create_kwargs=create_kwargs,
-        )
+    def _executor(self, tools: Any) -> Executor:
         if isinstance(tools, AsyncExecutor):
             raise UsageError("AgentLoop needs an Executor; use AsyncAgentLoop with an AsyncExecutor")
-        self.executor = tools if isinstance(tools, Executor) else Executor(tools)
-        self.tools_json = self.executor.toolset.to_openai()
+        return tools if isinstance(tools, Executor) else Executor(tools)
 
     def run(self, messages: str | Iterable[Mapping[str, Any]]) -> LoopResult:
         """Run until the model answers or a bound stops the run."""
         flow = _AgentFlow(self, _start(messages), secrets.token_hex(4)).run()
-        answer: Any = None
-        try:
-            while True:
-                request = flow.send(answer)
-                if isinstance(request, ModelRequest):
-                    response = self.client.chat.completions.create(**self._request_kwargs(request))
-                    answer = _normalise_reply(response)
-                else:
-                    answer = self.executor.execute_all(request.calls)
-        except StopIteration as stop:
-            result: LoopResult = stop.value
-            return result
+
+        def perform(request: ModelRequest | ExecuteCalls) -> Any:
+            if isinstance(request, ModelRequest):
+                return _normalise_reply(self.client.chat.completions.create(**self._request_kwargs(request)))
+            return self.executor.execute_all(request.calls)
+
+        result: LoopResult = drive(flow, perform)
+        return result
 
 
 class AsyncAgentLoop(_LoopOptions):
@@ -354,49 +336,22 @@ class AsyncAgentLoop(_LoopOptions):
     ``client.chat.completions.create`` may be a coroutine function (``openai.AsyncOpenAI``) or a plain one.
     """
 
-    def __init__(
-        self,
-        client: Any,
-        tools: ToolSet | AsyncExecutor | Iterable[Any],
-        *,
-        model: str | None = None,
-        tool_choice: Any = "auto",
-        max_turns: int = DEFAULT_MAX_TURNS,
-        max_invalid_per_tool: int = DEFAULT_MAX_INVALID_PER_TOOL,
-        max_identical_calls: int = DEFAULT_MAX_IDENTICAL_CALLS,
-        text_format: Format | None = None,
-        create_kwargs: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            tools,
-            model=model,
-            tool_choice=tool_choice,
-            max_turns=max_turns,
-            max_invalid_per_tool=max_invalid_per_tool,
-            max_identical_calls=max_identical_calls,
-            text_format=text_format,
-            create_kwargs=create_kwargs,
-        )
+    def _executor(self, tools: Any) -> AsyncExecutor:
         if isinstance(tools, Executor):
             raise UsageError("AsyncAgentLoop needs an AsyncExecutor; use AgentLoop with an Executor")
-        self.executor = tools if isinstance(tools, AsyncExecutor) else AsyncExecutor(tools)
-        self.tools_json = self.executor.toolset.to_openai()
+        return tools if isinstance(tools, AsyncExecutor) else AsyncExecutor(tools)
 
     async def run(self, messages: str | Iterable[Mapping[str, Any]]) -> LoopResult:
         """Run until the model answers or a bound stops the run."""
         flow = _AgentFlow(self, _start(messages), secrets.token_hex(4)).run()
-        answer: Any = None
-        try:
-            while True:
-                request = flow.send(answer)
-                if isinstance(request, ModelRequest):
-                    response = self.client.chat.completions.create(**self._request_kwargs(request))
-                    if inspect.isawaitable(response):
-                        response = await response
-                    answer = _normalise_reply(response)
-                else:
-                    answer = await self.executor.execute_all(request.calls)
-        except StopIteration as stop:
-            result: LoopResult = stop.value
-            return result
+
+        async def aperform(request: ModelRequest | ExecuteCalls) -> Any:
+            if isinstance(request, ModelRequest):
+                response = self.client.chat.completions.create(**self._request_kwargs(request))
+                if inspect.isawaitable(response):
+                    response = await response
+                return _normalise_reply(response)
+            return await self.executor.execute_all(request.calls)
+
+        result: LoopResult = await adrive(flow, aperform)
+        return result

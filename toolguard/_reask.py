@@ -3,23 +3,17 @@
 Theory of operation
 -------------------
 httpx's ``Auth.auth_flow`` shape: ``RetryFlow(body, policy=...).run()`` is a generator that *yields actions*
-and *receives outcomes*; it never touches the network, a clock or an event loop. Drivers (the SDK's sync and
-async clients, the proxy) do the I/O::
+and *receives outcomes*; it never touches the network or an event loop (its only clock, injectable, times
+the decisions). Drivers (the SDK's sync and async clients, the proxy) do the I/O through
+``toolguard._drive``::
 
-    flow = RetryFlow(body, policy=policy)
-    gen = flow.run()
-    action = next(gen)
-    while True:
+    def perform(action):
         if isinstance(action, Backoff):
-            time.sleep(action.seconds)                  # or: await anyio.sleep(...)
-            outcome = None
-        else:                                           # an Attempt: send action.body upstream,
-            outcome = send_and_feed(action)             # feed what comes back into action.guard
-        try:
-            action = gen.send(outcome)
-        except StopIteration as stop:
-            result = stop.value                         # a FlowResult
-            break
+            time.sleep(action.seconds)                  # or, with adrive: await anyio.sleep(...)
+            return None
+        return send_and_feed(action)                    # an Attempt: send action.body upstream, feed
+                                                        # what comes back into action.guard
+    result = drive(RetryFlow(body, policy=policy).run(), perform)   # a FlowResult
 
 An ``Attempt`` carries the request body to send and a fresh ``Guard`` to feed. The driver answers
 ``Completed(...)`` once the guard saw the generation to its end (``Finish``, or a stop the guard asked for),

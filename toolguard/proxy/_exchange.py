@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 
+from .._drive import adrive
 from .._exceptions import UpstreamError, UpstreamStatusError, UpstreamTimeout
 from .._guard import GuardVerdict
 from .._openai import error_body, parse_retry_after
@@ -133,28 +134,23 @@ class Exchange:
 
     async def drive(self, flow: RetryFlow, attempt: Any) -> FlowResult:
         """Run the flow to its end: attempts through ``attempt(action)``, backoffs as sleeps."""
-        gen = flow.run()
         last: UpstreamFailure | None = None
-        try:
-            action: Attempt | Backoff = next(gen)
-            while True:
-                if isinstance(action, Backoff):
-                    if action.seconds >= self.deadline.remaining():
-                        error = last.error if last is not None else None
-                        raise (
-                            error
-                            if isinstance(error, UpstreamError)
-                            else UpstreamTimeout("the request deadline leaves no time to retry the upstream")
-                        )
-                    await anyio.sleep(action.seconds)
-                    outcome: Any = None
-                else:
-                    outcome = await attempt(action)
-                    last = outcome if isinstance(outcome, UpstreamFailure) else None
-                try:
-                    action = gen.send(outcome)
-                except StopIteration as stop:
-                    result: FlowResult = stop.value
-                    return result
-        finally:
-            gen.close()
+
+        async def aperform(action: Attempt | Backoff) -> Any:
+            nonlocal last
+            if isinstance(action, Backoff):
+                if action.seconds >= self.deadline.remaining():
+                    error = last.error if last is not None else None
+                    raise (
+                        error
+                        if isinstance(error, UpstreamError)
+                        else UpstreamTimeout("the request deadline leaves no time to retry the upstream")
+                    )
+                await anyio.sleep(action.seconds)
+                return None
+            outcome = await attempt(action)
+            last = outcome if isinstance(outcome, UpstreamFailure) else None
+            return outcome
+
+        result: FlowResult = await adrive(flow.run(), aperform)
+        return result

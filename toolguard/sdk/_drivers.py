@@ -2,8 +2,10 @@
 
 Each driver does only I/O: it runs ``RetryFlow.run()`` (``toolguard._reask``), sends each ``Attempt`` with the
 raw client, feeds what comes back into the attempt's Guard (non-stream: the whole message; stream: through a
-``ChunkPump``), sleeps on ``Backoff`` and hands the outcome back. Sync and async are twins line for line; all
-decisions live in the flow and the pump.
+``ChunkPump``), sleeps on ``Backoff`` and hands the outcome back through ``toolguard._drive`` (``drive``,
+``adrive``, ``drive_iter``), so the sync and async twins differ only in their ``perform``; all decisions live
+in the flow and the pump. ``AsyncGuardedStream`` keeps its own loop: an async generator cannot delegate with
+``yield from``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
+from .._drive import adrive, drive, drive_iter
 from .._guard import GuardVerdict
 from .._openai import completion_tokens, first_choice
 from .._reask import Attempt, Backoff, Completed, FlowEvent, FlowResult, Outcome, RetryFlow
@@ -62,28 +65,21 @@ def _feed_completion(attempt: Attempt, completion: Any) -> Completed:
 # ------------------------------------------------------------------------------------------------ sync
 def create_sync(create: Callable[..., Any], flow: RetryFlow) -> Any:
     """Run the flow for a non-stream request with ``create(**body)``; return the accepted response."""
-    gen = flow.run()
-    action = next(gen)
-    while True:
-        outcome: Outcome = None
+
+    def perform(action: Attempt | Backoff) -> Outcome:
         if isinstance(action, Backoff):
             time.sleep(action.seconds)
-        else:
-            try:
-                completion = create(**action.body)
-            except Exception as exc:
-                outcome = upstream_failure(exc)
-                if outcome is None:
-                    raise
-            else:
-                outcome = _feed_completion(action, completion)
+            return None
         try:
-            action = gen.send(outcome)
-        except StopIteration as stop:
-            result: FlowResult = stop.value
-            response = delivered(result.response, result.guard)
-            _attach(response, GuardReport.of(result))
-            return response
+            completion = create(**action.body)
+        except Exception as exc:
+            failure = upstream_failure(exc)
+            if failure is None:
+                raise
+            return failure
+        return _feed_completion(action, completion)
+
+    return _delivered(drive(flow.run(), perform))
 
 
 class GuardedStream:
@@ -120,72 +116,68 @@ class GuardedStream:
 
     def _run(self) -> Generator[Any, None, None]:
         flow = self._flow
-        gen = flow.run()
-        action = next(gen)
-        pump: ChunkPump | None = None
         gate = new_gate(flow)
-        while True:
-            outcome: Outcome = None
+        pump: ChunkPump | None = None
+
+        def perform(action: Attempt | Backoff) -> Generator[Any, None, Outcome]:
+            nonlocal pump
             if isinstance(action, Backoff):
                 time.sleep(action.seconds)
-            else:
-                pump = ChunkPump(action.guard, gate)
-                try:
-                    upstream = self._create(**action.body)
-                except Exception as exc:
-                    outcome = upstream_failure(exc)
-                    if outcome is None:
-                        raise
-                else:
-                    try:
-                        for chunk in upstream:
-                            yield from pump.on_chunk(chunk)
-                            if pump.stop:
-                                break
-                    except Exception as exc:
-                        outcome = upstream_failure(exc)
-                        if outcome is None:
-                            raise
-                    finally:
-                        upstream.close()
-                    if outcome is None:
-                        outcome = pump.completed()
+                return None
+            pump = ChunkPump(action.guard, gate)
             try:
-                action = gen.send(outcome)
-            except StopIteration as stop:
-                self.report = GuardReport.of(stop.value)
-                if pump is not None:
-                    yield from pump.flush()
-                return
+                upstream = self._create(**action.body)
+            except Exception as exc:
+                failure = upstream_failure(exc)
+                if failure is None:
+                    raise
+                return failure
+            try:
+                for chunk in upstream:
+                    yield from pump.on_chunk(chunk)
+                    if pump.stop:
+                        break
+            except Exception as exc:
+                failure = upstream_failure(exc)
+                if failure is None:
+                    raise
+                return failure
+            finally:
+                upstream.close()
+            return pump.completed()
+
+        result: FlowResult = yield from drive_iter(flow.run(), perform)
+        self.report = GuardReport.of(result)
+        if pump is not None:
+            yield from pump.flush()
 
 
 # ------------------------------------------------------------------------------------------------ async
 async def create_async(create: Callable[..., Any], flow: RetryFlow) -> Any:
-    """The async twin of ``create_sync``."""
+    """The async twin of ``create_sync``: only ``aperform`` differs."""
     import anyio
 
-    gen = flow.run()
-    action = next(gen)
-    while True:
-        outcome: Outcome = None
+    async def aperform(action: Attempt | Backoff) -> Outcome:
         if isinstance(action, Backoff):
             await anyio.sleep(action.seconds)
-        else:
-            try:
-                completion = await create(**action.body)
-            except Exception as exc:
-                outcome = upstream_failure(exc)
-                if outcome is None:
-                    raise
-            else:
-                outcome = _feed_completion(action, completion)
+            return None
         try:
-            action = gen.send(outcome)
-        except StopIteration as stop:
-            result: FlowResult = stop.value
-            response = delivered(result.response, result.guard)
-            _attach(response, GuardReport.of(result))
-            return response
+            completion = await create(**action.body)
+        except Exception as exc:
+            failure = upstream_failure(exc)
+            if failure is None:
+                raise
+            return failure
+        return _feed_completion(action, completion)
+
+    return _delivered(await adrive(flow.run(), aperform))
+
+
+def _delivered(result: FlowResult) -> Any:
+    """The accepted response as the caller gets it, with its ``GuardReport`` attached."""
+    response = delivered(result.response, result.guard)
+    _attach(response, GuardReport.of(result))
+    return response
 
 
 class AsyncGuardedStream:
