@@ -4,10 +4,12 @@ fabricated result beside the calls is cut; only a call still invalid after repai
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support import Reply, ScriptedUpstream
 
@@ -111,3 +113,15 @@ def test_prose_beside_the_calls_is_kept(hold: ProxyServer, upstream: ScriptedUps
     upstream.script(good(content=("I will check the weather in Paris for you.",)))
     message = _create(hold, tools=TOOLS).parse().choices[0].message
     assert message.content == "I will check the weather in Paris for you."
+
+
+def test_a_repair_is_one_released_decision_line(
+    hold: ProxyServer, upstream: ScriptedUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="toolguard")
+    upstream.script(Reply.text(f"<tool_call>{CALL}</tool_call>"))
+    _create(hold, tools=TOOLS)
+    messages = [r.getMessage() for r in caplog.records if r.name == "toolguard.proxy"]
+    lines = [m for m in messages if "decision" in m]
+    assert len(lines) == 1 and lines[0].startswith("decision=released") and "repaired=tool_calls" in lines[0]
+    assert "Paris" not in lines[0]

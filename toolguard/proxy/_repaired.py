@@ -2,14 +2,13 @@
 
 ``request_policy`` gives the request its call format (``call_formats`` patterns over the request's
 ``model``, else ``call_format``); ``repair_headers`` counts what the Guard repaired
-(``toolguard_repairs_total``) and tells the client (``x-toolguard-repaired``: ``tool_calls`` when calls
-written as text were delivered as tool calls, ``fabricated`` when made-up text beside them was cut). O(number
-of patterns) per request.
+(``toolguard_repairs_total``; the decision log line says it too, ``repaired=tool_calls``) and tells the
+client (``x-toolguard-repaired``: ``tool_calls`` when calls written as text were delivered as tool calls,
+``fabricated`` when made-up text beside them was cut). O(number of patterns) per request.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +21,6 @@ if TYPE_CHECKING:
     from ._metrics import Metrics
 
 __all__ = ["repair_headers", "request_policy"]
-
-log = logging.getLogger("toolguard.proxy")
 
 
 def request_policy(policy: Policy, config: ProxyConfig, body: dict[str, Any]) -> Policy:
@@ -43,7 +40,4 @@ def repair_headers(metrics: Metrics, guard: Guard) -> list[tuple[bytes, bytes]]:
     if guard.verdict.kind == "fabricated":
         metrics.repair("fabricated")
         done.append("fabricated")
-    if not done:
-        return []
-    log.info("toolguard proxy: decision=repaired what=%s calls=%d", ",".join(done), len(guard.tool_calls))
-    return [(b"x-toolguard-repaired", ",".join(done).encode())]
+    return [(b"x-toolguard-repaired", ",".join(done).encode())] if done else []
