@@ -297,3 +297,26 @@ def test_enum_values_the_type_rules_out_are_dropped(bpe_tokenizer: Any, engine: 
     for bad in (False, None, "x"):
         assert not grammar_accepts(bpe_tokenizer, engine, schema, bad), (engine, bad)
     assert prepare_schema({"type": "integer", "enum": [1.0, 1.5, "1"]}, engine=engine)["enum"] == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid", "kept"),
+    [
+        ({**S, "minLength": 1, "pattern": "^[^\\u0000]+$"}, ["a", "a/b"], ["", "a\u0000"], False),
+        ({**S, "minLength": 1, "pattern": "^a*$"}, ["a", "aa"], ["", "b"], True),  # "" matches: kept
+        ({**S, "minLength": 0}, ["", "x"], [1], False),
+        ({**S, "minLength": 2, "pattern": "^a+$"}, ["aa"], ["a", ""], True),
+    ],
+)
+def test_llguidance_grammar_leaves_out_only_the_min_lengths_that_say_nothing(
+    bpe_tokenizer: Any, schema: dict[str, Any], valid: list[Any], invalid: list[Any], kept: bool
+) -> None:
+    """minLength 0, or 1 beside a pattern that refuses "", is not sent to llguidance (whose masks cost ~40x
+    more for a pattern with a length); the grammar still accepts and refuses exactly what the schema does."""
+    params = {"type": "object", "properties": {"v": schema}, "required": ["v"]}
+    spec = spec_for([("t", params)], separators=(", ", ": "), close_objects=False)
+    assert ('"minLength"' in get_engine("llguidance").grammar(spec)) is kept
+    for instance in valid:
+        assert grammar_accepts(bpe_tokenizer, "llguidance", schema, instance), instance
+    for instance in invalid:
+        assert not grammar_accepts(bpe_tokenizer, "llguidance", schema, instance), instance

@@ -6,7 +6,9 @@ grammar is the union over the allowed tools of that layout with ``<args>`` const
 schema. Each engine builds it its own way:
 
 - llguidance: a Lark grammar, one alternative per tool, each ``%json{...}`` with ``x-guidance`` separators and
-  ``whitespace_flexible: false`` (no whitespace beyond the separators);
+  ``whitespace_flexible: false`` (no whitespace beyond the separators); a ``minLength`` of 0, or of 1 beside
+  a ``pattern`` that refuses the empty string, is left out (it says nothing more, and llguidance intersects
+  a length with a pattern at a cost: 1.7 ms per mask at 128k instead of 39 µs);
 - xgrammar: ``Grammar.union`` of ``Grammar.concat(literal, from_json_schema(any_whitespace=False), literal)``;
 - outlines-core: one regex (``build_regex_from_schema`` with whitespace bounded to one optional space),
   indexed over the vocabulary.
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._exceptions import GrammarError, UnsupportedKeyword
-from ..engines._keywords import EngineName
+from ..engines._keywords import _SCHEMA_KEYS, _SCHEMA_LISTS, _SCHEMA_MAPS, EngineName
 from ._vocab import Vocab, words_for
 
 __all__ = ["ENGINES", "CallSpec", "Engine", "Matcher", "get_engine"]
@@ -132,6 +134,7 @@ class LLGuidanceEngine:
         lines = ["start: " + " | ".join(f"c{i}" for i in range(len(spec.tools)))]
         for i, (name, schema_text) in enumerate(spec.tools):
             schema = json.loads(schema_text)
+            _drop_implied_min_length(schema, 0)
             if isinstance(schema, dict):
                 schema = {**schema, "x-guidance": opts}
             elif schema is True:
@@ -163,6 +166,40 @@ class LLGuidanceEngine:
             return
         pairs = [(m._m, i) for m, i in rows]  # type: ignore[attr-defined]
         _executor().unsafe_compute_mask_ptr(pairs, words.ctypes.data, words.shape[1] * 4, words.shape[0])
+
+
+def _drop_implied_min_length(node: Any, depth: int) -> None:
+    """Remove, in place, every ``minLength`` that adds nothing to its node: 0, or 1 beside a ``pattern`` the
+    empty string does not match (read as the validator reads it, ``compile_pattern``). The language is the
+    same; llguidance's masks for a pattern alone are ~40x cheaper than for a pattern with a length."""
+    if not isinstance(node, dict) or depth > 64:
+        return
+    low = node.get("minLength")
+    if type(low) is int and low <= 1:
+        pattern = node.get("pattern")
+        if low <= 0 or (isinstance(pattern, str) and _refuses_empty(pattern)):
+            del node["minLength"]
+    for key in _SCHEMA_KEYS:
+        _drop_implied_min_length(node.get(key), depth + 1)
+    for key in _SCHEMA_MAPS:
+        sub = node.get(key)
+        if isinstance(sub, dict):
+            for child in sub.values():
+                _drop_implied_min_length(child, depth + 1)
+    for key in _SCHEMA_LISTS:
+        sub = node.get(key)
+        if isinstance(sub, list):
+            for child in sub:
+                _drop_implied_min_length(child, depth + 1)
+
+
+def _refuses_empty(pattern: str) -> bool:
+    from .._regex import compile_pattern
+
+    try:
+        return compile_pattern(pattern).search("") is None
+    except Exception:  # a pattern the validator cannot read: keep the length as written
+        return False
 
 
 _EXECUTOR: Any = None
