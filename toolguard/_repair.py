@@ -47,7 +47,9 @@ __all__ = [
 FABRICATION_MARKERS = re.compile(
     r"<tool_response>|<tool_result>|<\|?ipython\|?>|Observation\s*:|\[TOOL_RESULTS\]|"
     r"<\|im_start\|>|<\|start_header_id\|>|\[INST\]|<start_of_turn>|"
-    r"^[^\S\n]*(?:user|human|tool|assistant)\s*:|" + "|".join(re.escape(t) for t in END_TOKENS),
+    r"^[^\S\n]*(?:user|human|tool|assistant)\s*:|"
+    # end-of-turn tokens, but not ``</s>``: prose writes it too (HTML strikethrough)
+    + "|".join(re.escape(t) for t in END_TOKENS if t.startswith("<|")),
     re.IGNORECASE | re.MULTILINE,
 )
 

@@ -88,3 +88,9 @@ def test_call_format_for_a_model() -> None:
     formats = {"*Llama-3*": "llama3", "mistral*": "mistral"}
     assert call_format_for("meta/Llama-3.1-8B", formats) == "llama3"
     assert call_format_for("qwen", formats) is None and call_format_for(None, formats) is None
+
+
+def test_prose_with_markup_beside_the_calls_is_kept() -> None:
+    call = ToolCallDelta(0, "c", "f", "{}")
+    events = [ContentDelta("It was <s>cold</s> warm yesterday."), call, Finish("tool_calls")]
+    assert fabricated_split(events) == events
