@@ -110,7 +110,10 @@ class Guard:
     ``RunawayDetector()``); ``limits``: the caps. ``format`` (``"hermes"``, ``"llama3"``, ``"mistral"``,
     ``"openai"``, ``"auto"``...): the wire format of raw model text fed as
     ``TokenDelta``; its calls are parsed (``toolguard.formats.StreamingParser``) and checked like
-    ``ToolCallDelta`` ones. Without ``format``, ``TokenDelta`` text is content.
+    ``ToolCallDelta`` ones. Without ``format``, ``TokenDelta`` text is content. ``repair`` (off by default;
+    the re-ask flow turns it on from ``Policy.repair_calls``): a call written into the content is parsed in
+    ``call_format`` (``"auto"``: detected) and checked as a call instead of failing as ``call_in_content``
+    (``repaired`` then says so).
 
     Raises ``UsageError`` when fed after ``Finish`` or ``close()``, or with something that is not an event.
     """
