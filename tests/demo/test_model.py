@@ -38,7 +38,7 @@ def test_model_folder_is_complete_and_small() -> None:
 
 @pytest.mark.skipif(not REPO_TOOLS.is_dir(), reason="needs the repository's schemas/tools")
 def test_model_was_trained_on_the_repository_tool_sets() -> None:
-    from toolguard.local._synthetic import load_tool_sets
+    from scripts.demo_model.synthetic import load_tool_sets
 
     shipped = json.loads((demo_model_path() / "tools.json").read_text())
     assert shipped == load_tool_sets(REPO_TOOLS), (
@@ -48,9 +48,9 @@ def test_model_was_trained_on_the_repository_tool_sets() -> None:
 
 def test_heldout_accuracy_under_the_grammar() -> None:
     pytest.importorskip("torch")
+    from scripts.demo_model.train import evaluate_guarded, heldout_requests
     from toolguard.local._generator import LocalGenerator
     from toolguard.local._serve import load_local_model
-    from toolguard.local._train import evaluate_guarded, heldout_requests
 
     model, tokenizer = load_local_model(threads=1)
     examples = heldout_requests(demo_model_path(), count=40, seed=1)

@@ -80,23 +80,16 @@ def test_the_callers_system_message_comes_first_and_without_tools_nothing_change
     assert _text(chatml_tokenizer, messages, None) == plain
 
 
-def test_calls_and_tool_results_are_rendered_hermes_style(chatml_tokenizer: Any) -> None:
+def test_calls_are_rendered_hermes_style_and_results_in_words(chatml_tokenizer: Any) -> None:
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     messages = [
         {"role": "user", "content": "weather in Paris and Rome?"},
         {
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {
-                    "id": "a",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                },
-                {
-                    "id": "b",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
-                },
+                {"id": "a", **call},
+                {"id": "b", **call, "function": {**call["function"], "arguments": '{"city": "Rome"}'}},
             ],
         },
         {"role": "tool", "tool_call_id": "a", "content": '{"temperature": 18}'},
@@ -108,8 +101,14 @@ def test_calls_and_tool_results_are_rendered_hermes_style(chatml_tokenizer: Any)
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call><|im_end|>'
     ) in text
+    # the answering turn: both results in one user message, the question repeated, no tools block
     assert (
-        '<|im_start|>user\n<tool_response>\n{"temperature": 18}\n</tool_response>\n'
-        '<tool_response>\n{"temperature": 25}\n</tool_response><|im_end|>'
+        '<|im_start|>user\nThe function get_weather returned {"temperature": 18}. The function get_weather '
+        'returned {"temperature": 25}. Answer my question with the values it returned: weather in Paris and '
+        "Rome?<|im_end|>\n<|im_start|>assistant\n"
     ) in text
-    assert "<|im_start|>tool" not in text
+    assert "<tools>" not in text and "<|im_start|>tool" not in text
+    # a later turn (the user spoke again) gets the tools back, and the result is stated without the request
+    later = _text(chatml_tokenizer, [*messages, {"role": "user", "content": "and Oslo?"}], TOOLS)
+    assert "<tools>" in later
+    assert 'returned {"temperature": 25}.<|im_end|>\n<|im_start|>user\nand Oslo?' in later

@@ -20,9 +20,10 @@ from toolguard.cli import EXIT_USAGE, main
 def test_help_lists_the_options() -> None:
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--model", "--host", "--port", "--engine", "--threads"):
+    for option in ("--model", "--host", "--port", "--engine", "--threads", "--unenforced"):
         assert option in result.output
     assert "127.0.0.1" in result.output
+    assert ".gguf" in result.output and "[default: check]" in result.output
 
 
 @pytest.mark.local
@@ -31,6 +32,16 @@ def test_a_folder_that_is_not_a_model_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["serve", "--model", str(tmp_path)])
     assert result.exit_code == EXIT_USAGE
     assert "not a model folder" in result.output
+
+
+@pytest.mark.local
+def test_a_file_that_is_not_gguf_is_a_usage_error(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    path = tmp_path / "model.gguf"
+    path.write_text("not a model")
+    result = CliRunner().invoke(main, ["serve", "--model", str(path)])
+    assert result.exit_code == EXIT_USAGE
+    assert "not a GGUF file" in result.output
 
 
 def _free_port() -> int:

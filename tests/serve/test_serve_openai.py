@@ -37,6 +37,52 @@ def test_health_and_models(served: str, client: Any) -> None:
     assert client.models.retrieve("toolguard-demo").owned_by == "toolguard"
 
 
+def test_healthz_answers_like_health(served: str) -> None:
+    base = served.removesuffix("/v1")
+    assert httpx.get(base + "/healthz").json() == httpx.get(base + "/health").json()
+
+
+def test_with_check_every_shipped_tool_set_is_served(
+    generator: Any, example_tools: dict[str, list[dict[str, Any]]], server_thread: Any
+) -> None:
+    """``--unenforced check`` (serve's default): calendar and math carry ``uniqueItems``, which the grammar
+    cannot enforce; they are served, and a call breaking such a keyword is listed under toolguard.invalid."""
+    from toolguard.local._generator import LocalGenerator
+    from toolguard.local._serve import create_serve_app
+
+    checking = LocalGenerator(
+        generator.model, generator.tokenizer, model_name="toolguard-demo", unenforced="check"
+    )
+    with server_thread(create_serve_app(checking)) as server:
+        for name, tools in example_tools.items():
+            reply = httpx.post(
+                server.url + "/v1/chat/completions",
+                timeout=60,
+                json={
+                    "model": "toolguard-demo",
+                    "messages": [{"role": "user", "content": f"use the {name} tools"}],
+                    "tools": tools,
+                    "tool_choice": "required",
+                    "temperature": 0,
+                    "max_tokens": 96,
+                },
+            )
+            assert reply.status_code == 200, (name, reply.text)
+            body = reply.json()
+            choice = body["choices"][0]
+            if choice["finish_reason"] != "tool_calls":  # the tiny model may run out of tokens in a long call
+                assert choice["finish_reason"] == "length", (name, body)
+                continue
+            invalid = body["toolguard"]["invalid"]
+            for call in choice["message"]["tool_calls"]:
+                errors = list(
+                    jsonschema.Draft202012Validator(_schema(tools, call["function"]["name"])).iter_errors(
+                        json.loads(call["function"]["arguments"])
+                    )
+                )
+                assert not errors or invalid, (name, call, errors)
+
+
 def test_required_call_picks_the_sensible_tool(client: Any, weather: list[dict[str, Any]]) -> None:
     reply = client.chat.completions.create(
         model="toolguard-demo",

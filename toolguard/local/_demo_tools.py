@@ -2,9 +2,9 @@
 
 Weather, calendar, http and math are fake but deterministic functions of their arguments (``FAKE_BACKENDS``;
 fake data is fine, they are the *tools*, not the model); the file tools are real, confined to one workspace
-folder (``_Workspace``). The synthetic training dialogues (``_synthetic``) take their tool results from the
-same fake backends, so the demo model knows the shapes of the results it reads. No I/O beyond the workspace,
-no network; each call is O(size of its arguments).
+folder (``_Workspace``). The synthetic training dialogues (``scripts/demo_model/synthetic.py``) take their
+tool results from the same fake backends, so the demo model knows the shapes of the results it reads. No I/O
+beyond the workspace, no network; each call is O(size of its arguments).
 """
 
 from __future__ import annotations

@@ -10,10 +10,17 @@ template to plain messages:
 
 - the tools' JSON inside ``<tools></tools>`` and the ``<tool_call>`` convention, appended to the system
   message (one is added when the conversation has none);
-- an assistant message's ``tool_calls`` as ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``
+- an assistant message's ``tool_calls`` as ``<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>``
   after its content;
-- ``tool`` messages as ``user`` messages holding ``<tool_response>\\n...\\n</tool_response>`` (consecutive
-  ones share one message, as in Qwen's template).
+- ``tool`` messages (consecutive ones together) as one ``user`` message stating each result in words:
+  ``The function NAME returned RESULT.``; when the conversation ends with them (the turn that should answer),
+  the message adds ``Answer my question with the values it returned: <the last user message>`` and the tools
+  block is left out of the system message.
+
+The last rule departs from Qwen's ``<tool_response>`` user turns on purpose. Measured on SmolLM2-135M-Instruct
+(greedy, five requests): with Qwen's rendering it echoed the ``<tool_response>`` block or wrote the call again
+in all five answers; stating the result in words without the tools block, four of five answers used the
+returned value. A model whose template knows tools never gets here.
 
 A template that does handle tools is used untouched. Without any template, ``role: content`` lines with the
 tool list on a system line. Cost: two probe renders once per tokenizer, then one render per prompt.
@@ -103,28 +110,46 @@ def _content(message: Mapping[str, Any]) -> str:
     return "" if content is None else str(content)
 
 
+def _answer_request(messages: Sequence[Mapping[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return _content(message)
+    return ""
+
+
 def hermes_messages(
     messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
 ) -> list[dict[str, str]]:
     """``messages`` as plain ``{"role", "content"}`` messages in the hermes convention (module docstring)."""
-    out: list[dict[str, str]] = []
     rest = list(messages)
-    if tools:
-        system = None
-        if rest and rest[0].get("role") == "system":
-            system = _content(rest.pop(0))
+    answering = bool(rest) and rest[-1].get("role") == "tool"
+    out: list[dict[str, str]] = []
+    system = _content(rest.pop(0)) if rest and rest[0].get("role") == "system" else None
+    if tools and not answering:
         out.append({"role": "system", "content": tools_system_text(tools, system)})
-    for message in rest:
+    elif system is not None:
+        out.append({"role": "system", "content": system})
+    names: dict[str, str] = {}
+    results: list[str] = []
+    for i, message in enumerate(rest):
         role = str(message.get("role"))
         if role == "tool":
-            response = f"<tool_response>\n{_content(message)}\n</tool_response>"
-            if out and out[-1]["role"] == "user" and out[-1]["content"].endswith("</tool_response>"):
-                out[-1]["content"] += "\n" + response
-            else:
-                out.append({"role": "user", "content": response})
+            name = names.get(str(message.get("tool_call_id")), message.get("name") or "the tool")
+            results.append(f"The function {name} returned {_content(message)}.")
+            if i + 1 < len(rest) and rest[i + 1].get("role") == "tool":
+                continue
+            text = " ".join(results)
+            results = []
+            if i + 1 == len(rest):
+                question = _answer_request(rest)
+                text += f" Answer my question with the values it returned: {question}" if question else ""
+            out.append({"role": "user", "content": text})
             continue
         text = _content(message)
         if role == "assistant" and message.get("tool_calls"):
+            for call in message["tool_calls"]:
+                fn = call.get("function", call)
+                names[str(call.get("id"))] = str(fn.get("name"))
             calls = "\n".join(_call_text(c) for c in message["tool_calls"])
             text = f"{text}\n{calls}" if text else calls
         out.append({"role": role, "content": text})

@@ -1,10 +1,12 @@
 """``toolguard serve``: an OpenAI-compatible HTTP endpoint over a local transformers model, guarded.
 
-Theory of operation: a Starlette app with four routes (``POST /v1/chat/completions``, ``GET /v1/models``,
-``GET /v1/models/{id}``, ``GET /health``) in front of one ``LocalGenerator``. Everything that makes the answer
-trustworthy (grammar-enforced calls, end-of-turn after a call, the runaway stop, truthful finish reasons) is
-the generator's; this module only translates HTTP into ``chat()`` keyword arguments and
-OpenAI-shaped dicts back into JSON or Server-Sent Events.
+Theory of operation: a Starlette app with five routes (``POST /v1/chat/completions``, ``GET /v1/models``,
+``GET /v1/models/{id}``, ``GET /health`` and its alias ``GET /healthz``) in front of one ``LocalGenerator``.
+Everything that makes the answer trustworthy (grammar-enforced calls, end-of-turn after a call, the runaway
+stop, truthful finish reasons) is the generator's; this module only translates HTTP into ``chat()`` keyword
+arguments and OpenAI-shaped dicts back into JSON or Server-Sent Events. The model is a folder, a GGUF file
+or ``"smollm2"`` (``toolguard.local.load_model``); ``unenforced="check"`` (the default) serves every shipped
+tool set, checking after decoding the keywords the grammar cannot enforce.
 
 Concurrency: one generation at a time. An ``asyncio.Lock`` admits one request to the model; its decoding loop
 runs in a worker thread and hands chunks to the event loop through a queue, so the server stays responsive
@@ -25,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from ._generator import LocalGenerator
+    from ._processor import Unenforced
 
 __all__ = [
     "DEFAULT_HOST",
@@ -48,6 +51,7 @@ __all__ = [
     "MAX_TOKENS_CAP",
     "create_serve_app",
     "load_local_model",
+    "model_id",
     "serve",
 ]
 
@@ -348,6 +352,7 @@ def create_serve_app(
     return Starlette(
         routes=[
             Route("/health", health),
+            Route("/healthz", health),
             Route("/v1/models", models),
             Route("/v1/models/{model_id:path}", model),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
@@ -374,6 +379,19 @@ def _sse(payload: Mapping[str, Any]) -> str:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
 
+def model_id(model: str | Path | None) -> str:
+    """The id ``/v1/models`` lists for ``model``: ``toolguard-demo`` for the embedded model,
+    ``SmolLM2-135M-Instruct`` for ``"smollm2"``, else the file's stem or the folder's name."""
+    from ._load import SMOLLM2_NAME
+
+    if model is None:
+        return "toolguard-demo"
+    if str(model).lower() == SMOLLM2_NAME:
+        return "SmolLM2-135M-Instruct"
+    path = Path(model)
+    return path.stem if path.suffix.lower() == ".gguf" else path.name
+
+
 def serve(
     *,
     model: str | Path | None = None,
@@ -384,16 +402,23 @@ def serve(
     threads: int | None = None,
     log_level: str = "info",
     log_format: LogFormat = "logfmt",
+    unenforced: Unenforced = "check",
+    progress: Callable[[str], None] | None = None,
 ) -> None:
-    """Load ``model`` (default: the embedded demo model) and serve it on ``host:port`` until interrupted."""
+    """Load ``model`` (default: the embedded demo model; a folder, a GGUF file or ``"smollm2"``) and serve it
+    on ``host:port`` until interrupted. ``unenforced="check"`` serves tools whose schemas use keywords the
+    grammar cannot enforce (``uniqueItems``) and checks those after decoding; ``"error"`` refuses them."""
     import uvicorn
 
     from ._generator import LocalGenerator
+    from ._load import load_model
     from ._processor import DEFAULT_ENGINE
 
-    loaded, tokenizer = load_local_model(model, threads=threads)
-    name = model_name or ("toolguard-demo" if model is None else Path(model).name)
-    generator = LocalGenerator(loaded, tokenizer, engine=engine or DEFAULT_ENGINE, model_name=name)
+    loaded, tokenizer = load_model(model, threads=threads, progress=progress)
+    name = model_name or model_id(model)
+    generator = LocalGenerator(
+        loaded, tokenizer, engine=engine or DEFAULT_ENGINE, model_name=name, unenforced=unenforced
+    )
     app = create_serve_app(generator, model_name=name, log_format=log_format)
     _decision_logging(log_level, log_format)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

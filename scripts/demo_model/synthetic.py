@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ._demo_tools import run_fake_tool
+from toolguard.local._demo_tools import run_fake_tool
 
 __all__ = [
     "TOOLS_DIR",

@@ -1,6 +1,6 @@
 """Train the embedded demo model: a byte-level BPE tokenizer and a small Llama-style causal LM, on CPU.
 
-Theory of operation: ``train_demo_model`` draws synthetic dialogues (``_synthetic.generate_dialogues``),
+Theory of operation: ``train_demo_model`` draws synthetic dialogues (``synthetic.generate_dialogues``),
 renders them with the demo chat template, trains a tokenizer on that text plus a little generated prose, then
 trains a randomly initialised ``LlamaForCausalLM`` with plain torch (AdamW, warmup + cosine decay). The loss
 covers assistant turns (weight 1), the arguments of their calls (``arguments_weight``: the values taken from
@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._fixtures import END_OF_TEXT, IM_END, IM_START, TOOL_TOKENS, build_tokenizer
-from ._synthetic import (
+from toolguard.local._fixtures import END_OF_TEXT, IM_END, IM_START, TOOL_TOKENS, build_tokenizer
+
+from .synthetic import (
     _SMALL_TALK,
     TOOLS_DIR,
     Dialogue,
@@ -500,7 +501,7 @@ def evaluate_guarded(
 ) -> dict[str, float]:
     """Greedy decoding through a ``LocalGenerator`` (grammar on): the same fractions as ``evaluate_requests``,
     plus ``tokens_per_second`` (generated tokens, forced ones included, over wall time)."""
-    from ._demo import grammar_tools
+    from toolguard.local._demo import grammar_tools
 
     names = args = parsed = 0
     tokens = 0
@@ -566,8 +567,8 @@ def evaluate_model(
     folder: str | Path, *, count: int = 200, seed: int = 1, threads: int | None = None
 ) -> dict[str, Any]:
     """Held-out accuracy and decode speed of a trained model folder, without and with the grammar."""
-    from ._generator import LocalGenerator
-    from ._serve import load_local_model
+    from toolguard.local._generator import LocalGenerator
+    from toolguard.local._serve import load_local_model
 
     model, tokenizer = load_local_model(folder, threads=threads)
     examples = heldout_requests(folder, count=count, seed=seed)
