@@ -48,7 +48,8 @@ class Policy:
     - ``stream`` ["hold"]: in a stream, ``"hold"`` keeps tool-call deltas back until the attempt ended with a
       usable verdict, so a retry is invisible to the caller (content deltas are released as they arrive);
       ``"pass"`` releases every delta as soon as the Guard accepted it, and a retry then shows as a
-      ``FlowEvent(kind="retry")`` (the caller must drop what it accumulated).
+      ``FlowEvent(kind="retry")`` (the caller must drop what it accumulated: the failed call just ends, the
+      retry's calls follow at the next indices). What is released, and when, is ``toolguard._release``'s.
     - ``on_fabricated`` ["cut"]: text after a tool call is cut and reported (``"cut"``) or re-asked.
     - ``repair_calls`` [True]: a call the server left in the message text (``<tool_call>{...}``,
       ``[TOOL_CALLS]``, ``<|python_tag|>``, a bare JSON call naming an offered tool) is parsed in
