@@ -162,5 +162,16 @@ def test_every_valid_call_written_as_text_arrives_as_a_tool_call(served_demo: tu
             )
             got = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls]
             assert got == [(c.name, json.loads(c.arguments)) for c in parsed.tool_calls], prompt
+            streamed: dict[int, list[str]] = {}
+            text_seen = []
+            for chunk in client.chat.completions.create(stream=True, **kw):
+                delta = chunk.choices[0].delta if chunk.choices else None
+                text_seen.append((delta.content or "") if delta else "")
+                for d in (delta.tool_calls or ()) if delta else ():
+                    entry = streamed.setdefault(d.index, ["", ""])
+                    entry[0] += d.function.name or "" if d.function else ""
+                    entry[1] += d.function.arguments or "" if d.function else ""
+            assert "<tool_call>" not in "".join(text_seen), "the call's text never reaches a streamed client"
+            assert [(n, json.loads(a)) for n, a in streamed.values()] == got, prompt
     if not written:
         pytest.skip("the demo model wrote no valid call as text for these prompts")
