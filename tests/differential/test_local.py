@@ -32,10 +32,11 @@ MODES = ("hold", "pass")
 
 @pytest.fixture(scope="module")
 def generator() -> Any:
+    from toolguard._models import demo_model_path
     from toolguard.local import LocalGenerator
     from toolguard.local._serve import load_local_model
 
-    model, tokenizer = load_local_model(threads=1)
+    model, tokenizer = load_local_model(demo_model_path(), threads=1)  # the embedded model, whatever the default
     return LocalGenerator(model, tokenizer, model_name="toolguard-demo")
 
 
