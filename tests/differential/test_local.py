@@ -36,7 +36,7 @@ def generator() -> Any:
     from toolguard.local import LocalGenerator
     from toolguard.local._serve import load_local_model
 
-    model, tokenizer = load_local_model(demo_model_path(), threads=1)  # the embedded model, whatever the default
+    model, tokenizer = load_local_model(demo_model_path(), threads=1)  # embedded, whatever the default
     return LocalGenerator(model, tokenizer, model_name="toolguard-demo")
 
 
