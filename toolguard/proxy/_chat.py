@@ -179,7 +179,7 @@ async def handle_chat(
         if app.config.structured_output_hints and (engine is None or engine.tag is None)
         else None
     )
-    exchange = Exchange(app, headers, deadline, hint, engine)
+    exchange = Exchange(app.upstream, app.config, app.metrics, headers, deadline, hint, engine)
     if body.get("stream"):
         await StreamRelay(exchange, body, call_required=flow.choice.required).run(flow, send)
     else:
@@ -188,7 +188,6 @@ async def handle_chat(
 
 # ---------------------------------------------------------------------------------------------- non-stream
 async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
-    app = ex.app
     usage: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
 
@@ -201,7 +200,7 @@ async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
         try:
             if response.status_code != 200:
                 return await ex.status_failure(response)
-            raw = await app.upstream.read_body(response, limit=app.config.max_upstream_body_bytes)
+            raw = await ex.upstream.read_body(response, limit=ex.config.max_upstream_body_bytes)
         except UpstreamError as exc:
             return UpstreamFailure(exc)
         finally:
@@ -231,7 +230,7 @@ async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
         headers = _toolguard_headers(attempts, verdict.kind) + engine_headers(ex, exc.attempts)
         if (
             verdict.kind in ("truncated", "runaway")
-            and not (verdict.kind == "runaway" and app.config.runaway_action == "error")
+            and not (verdict.kind == "runaway" and ex.config.runaway_action == "error")
             and last is not None
         ):
             await send_json(send, 200, _cut_response(last, verdict, usage), headers=headers)
@@ -255,7 +254,7 @@ async def _complete(ex: Exchange, flow: RetryFlow, send: Send) -> None:
     if usage is not None:
         out["usage"] = usage
     headers = _toolguard_headers(len(result.attempts), result.guard.verdict.kind)
-    headers += repair_headers(app.metrics, result.guard) + engine_headers(ex, result.attempts)
+    headers += repair_headers(ex.metrics, result.guard) + engine_headers(ex, result.attempts)
     await send_json(send, 200, out, headers=headers)
 
 

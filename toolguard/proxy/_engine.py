@@ -69,7 +69,7 @@ class EnginePlan:
         if response.status_code != 400 or not plan.may_fall_back():
             return response
         try:
-            raw = await ex.app.upstream.read_body(response, limit=ERROR_BODY_LIMIT)
+            raw = await ex.upstream.read_body(response, limit=ERROR_BODY_LIMIT)
         except UpstreamError:
             raw = b""
         finally:
@@ -185,4 +185,4 @@ def count_first_attempt(ex: Exchange, attempts: Sequence[Any]) -> None:
     plan = ex.engine
     first = attempts[0].verdict if plan is not None and attempts else None
     if plan is not None and first is not None:
-        ex.app.metrics.first_attempt(plan.constraint, first.kind in ("ok", "fabricated"))
+        ex.metrics.first_attempt(plan.constraint, first.kind in ("ok", "fabricated"))

@@ -1,7 +1,8 @@
 """What every attempt of one chat request shares, and how failures are told to the client.
 
-``Exchange`` holds the app, the forwarded headers, the deadline and the structured-output hint of one request;
-it opens upstream attempts (one HTTP request each: retries are the flow's decision, never the transport's),
+``Exchange`` holds what one request needs and nothing more: the upstream transport, the config, the
+metrics, the forwarded headers, the deadline, the structured-output hint and the engine plan (never the app).
+It opens upstream attempts (one HTTP request each: retries are the flow's decision, never the transport's),
 turns an upstream error status into ``UpstreamFailure`` and drives the re-ask flow (``drive``: ``Attempt``
 actions through a driver's coroutine, ``Backoff`` actions as sleeps bounded by the deadline). The error
 bodies are OpenAI-shaped, so the openai SDK raises them as its own exception types. O(1) per attempt beyond
@@ -24,8 +25,10 @@ from .._reask import Attempt, Backoff, FlowResult, RetryFlow, UpstreamFailure
 from ._upstream import Deadline, filter_response_headers
 
 if TYPE_CHECKING:
-    from ._app import ProxyApp
+    from ._config import ProxyConfig
     from ._engine import EnginePlan
+    from ._metrics import Metrics
+    from ._upstream import Upstream
 
 __all__ = ["ERROR_BODY_LIMIT", "QUOTE_CHARS", "Exchange", "upstream_error_body", "violation_body"]
 
@@ -78,22 +81,26 @@ def upstream_error_body(exc: UpstreamError) -> tuple[int, dict[str, Any], list[t
 class Exchange:
     """What every attempt of one request shares: the app, forwarded headers, deadline, hint."""
 
-    __slots__ = ("app", "deadline", "engine", "headers", "hint", "url")
+    __slots__ = ("config", "deadline", "engine", "headers", "hint", "metrics", "upstream", "url")
 
     def __init__(
         self,
-        app: ProxyApp,
+        upstream: Upstream,
+        config: ProxyConfig,
+        metrics: Metrics,
         headers: list[tuple[str, str]],
         deadline: Deadline,
         hint: dict[str, Any] | None,
         engine: EnginePlan | None = None,
     ) -> None:
-        self.app = app
+        self.upstream = upstream
+        self.config = config
+        self.metrics = metrics
         self.headers = headers
         self.deadline = deadline
         self.hint = hint
         self.engine = engine  # the engine constraint and its fallbacks (``_engine``)
-        self.url = app.upstream.chat_url
+        self.url = upstream.chat_url
 
     async def open(self, body: dict[str, Any]) -> httpx.Response:
         payload = {**body, **self.hint} if self.hint else body
@@ -103,7 +110,7 @@ class Exchange:
 
     async def send(self, payload: dict[str, Any]) -> httpx.Response:
         """One upstream request with ``payload`` as it is."""
-        return await self.app.upstream.open(
+        return await self.upstream.open(
             "POST",
             self.url,
             headers=self.headers,
@@ -115,7 +122,7 @@ class Exchange:
 
     async def status_failure(self, response: httpx.Response) -> UpstreamFailure:
         try:
-            raw = await self.app.upstream.read_body(response, limit=ERROR_BODY_LIMIT)
+            raw = await self.upstream.read_body(response, limit=ERROR_BODY_LIMIT)
             parsed: Any = json.loads(raw) if raw else None
         except (UpstreamError, ValueError):
             parsed = None

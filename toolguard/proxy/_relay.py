@@ -60,7 +60,7 @@ class StreamRelay:
 
     def __init__(self, ex: Exchange, body: dict[str, Any], *, call_required: bool = False) -> None:
         self.ex = ex
-        self.config = ex.app.config
+        self.config = ex.config
         self.mode = self.config.mode
         options = body.get("stream_options")
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -107,7 +107,7 @@ class StreamRelay:
         out.append(DONE)
         if not self.started:
             self.started = True
-            self.ex.app.metrics.streams_open += 1
+            self.ex.metrics.streams_open += 1
             await self.send({"type": "http.response.start", "status": 200, "headers": self._headers()})
         await self.send({"type": "http.response.body", "body": b"".join(out), "more_body": False})
 
@@ -119,14 +119,14 @@ class StreamRelay:
             count_first_attempt(self.ex, flow.attempts)
         finally:
             if self.started:
-                self.ex.app.metrics.streams_open -= 1
+                self.ex.metrics.streams_open -= 1
 
     async def _run(self, flow: RetryFlow) -> None:
         try:
             result = await self.ex.drive(flow, self._attempt)
         except _Terminal as term:
             if term.verdict is not None:
-                self.ex.app.metrics.verdict(term.verdict.kind)
+                self.ex.metrics.verdict(term.verdict.kind)
                 flow.give_up(term.verdict)
                 await self._violation(term.verdict, len(flow.attempts) + 1, flow)
             else:
@@ -225,7 +225,7 @@ class StreamRelay:
         assert self.send is not None
         if not self.started:
             self.started = True
-            self.ex.app.metrics.streams_open += 1
+            self.ex.metrics.streams_open += 1
             await self.send({"type": "http.response.start", "status": 200, "headers": self._headers()})
         await self.send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
 
