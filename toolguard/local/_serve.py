@@ -207,7 +207,7 @@ class _Server:
         """Name the model; at the end of a turn, log the decision (one line) and, on a stream's finishing
         chunk, add it to the delta as ``toolguard`` (as the proxy and the vLLM door do)."""
         result["model"] = self.model_name
-        choices = result.get("choices") or ()
+        choices: list[dict[str, Any]] = result.get("choices") or []
         finish = choices[0].get("finish_reason") if choices else None
         if finish:
             decision = _serve_decision(finish, time.monotonic() - started)
