@@ -131,6 +131,7 @@ def test_unenforceable_keywords_are_refused(engine: str, keyword: str) -> None:
     ("outlines", {"oneOf": [S, {**S, "maxLength": 2}]}, "oneOf"),
     ("llguidance", {**S, "format": "uri-reference"}, "format"),
     ("xgrammar", {**S, "format": "ipv6"}, "format"),
+    ("xgrammar", {**S, "format": "ipv4"}, "format"),  # leading-zero octets pass its grammar
     ("xgrammar", {**S, "pattern": "^a+$", "maxLength": 3}, "maxLength"),  # xgrammar drops the length
     ("xgrammar", {**S, "format": "date", "minLength": 3}, "minLength"),
     ("outlines", {**S, "pattern": "^a+$", "maxLength": 3}, "pattern"),  # outlines drops the pattern
@@ -217,6 +218,34 @@ def test_draft4_forms_are_rewritten() -> None:
     assert out == {"type": "integer", "exclusiveMinimum": 3}
     out = prepare_schema({"type": "array", "items": [INT], "additionalItems": False}, engine="outlines")
     assert out == {"type": "array", "prefixItems": [INT], "items": False}
+
+
+def test_what_the_declared_draft_does_not_define_is_left_out() -> None:
+    # jsonschema ignores const in draft 4 and $ref's siblings up to draft 7; a grammar enforcing them would
+    # narrow a oneOf branch and let through a value two branches match (a fuzz finding: tests/regressions)
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {
+            "a": {"oneOf": [S, {"const": {"k": 1}}, {"enum": [None, True]}]},
+            "b": {"$ref": "#/definitions/n", "type": "string"},
+        },
+        "definitions": {"n": INT},
+    }
+    for engine in ENGINES:
+        out = prepare_schema(draft4, engine=engine)
+        assert out["properties"]["a"]["oneOf"][1] == {}
+        assert out["properties"]["b"] == {"$ref": "#/definitions/n"}
+        assert out["definitions"] == {"n": INT}
+    # the same keywords in the drafts that define them stay
+    draft7 = {**draft4, "$schema": "http://json-schema.org/draft-07/schema#"}
+    assert prepare_schema(draft7, engine="llguidance")["properties"]["a"]["oneOf"][1] == {"const": {"k": 1}}
+    latest = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+              "properties": {"b": {"$ref": "#/$defs/n", "type": "integer"}},
+              "$defs": {"n": INT}, "dependencies": {"b": ["c"]}}
+    out = prepare_schema(latest, engine="llguidance")
+    assert out["properties"]["b"] == {"$ref": "#/$defs/n", "type": "integer"}
+    assert "dependencies" not in out  # not a 2020-12 keyword: jsonschema ignores it
 
 
 def test_string_cap_and_closed_objects_only_restrict() -> None:

@@ -16,6 +16,12 @@ schema reaches an engine, ``prepare_schema`` walks it once (O(size of the schema
 2. removes ``format`` names JSON Schema does not define (annotations nobody checks), and rewrites draft-4..7
    forms the engines misread (boolean ``exclusiveMinimum``/``exclusiveMaximum``, array
    ``items`` with ``additionalItems``) into their 2020-12 equivalents, declaring ``$schema`` 2020-12;
+   before that, what the declared draft does not define is removed, because ``jsonschema`` ignores it there
+   and the rewritten 2020-12 schema would enforce it: keywords of later (or earlier) drafts (``const`` in
+   draft 4, ``dependencies`` in 2019-09+) and, up to draft 7, every sibling of ``$ref`` (only where
+   ``$schema`` names the draft). A grammar narrower
+   than the validator is not harmless: narrowing one ``oneOf`` branch lets a value through that matches two
+   (a fuzz finding, tests/regressions/data);
 3. optionally caps free strings (``max_string_length``) and closes objects that list ``properties``
    (``additionalProperties: false``), both of which only restrict generation.
 
@@ -34,6 +40,8 @@ from typing import Any, Literal
 
 from .._exceptions import RemoteRefRefused, SchemaError, UnsupportedKeyword
 from .._regex import engine_pattern
+from .._schema._keywords import DRAFT_ORDER, ENFORCED
+from .._schema._normalize import detect_draft
 
 __all__ = ["ENGINE_FORMATS", "ENGINE_KEYWORDS", "STANDARD_FORMATS", "EngineName", "prepare_schema"]
 
@@ -72,8 +80,9 @@ ENGINE_KEYWORDS: dict[str, frozenset[str]] = {
 ENGINE_FORMATS: dict[str, frozenset[str]] = {
     "llguidance": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
                              "uuid", "uri"}),
-    "xgrammar": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "uuid",
-                           "uri"}),
+    # xgrammar's ipv4 lets octets with leading zeros through ("45.99.050.34"), which jsonschema refuses
+    # (a fuzz finding): refused, like the formats it lacks
+    "xgrammar": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uuid", "uri"}),
     "outlines": frozenset({"date-time", "time", "date", "email", "uuid", "uri"}),
 }
 
@@ -145,6 +154,12 @@ class _Walker:
         self.allowed = ENGINE_KEYWORDS[engine]
         self.formats = ENGINE_FORMATS[engine]
         self.strip = False
+        # assertions the declared draft does not define (jsonschema ignores them there); a schema that
+        # declares no draft keeps every keyword (tool schemas mix drafts' forms; the rewrite reads them all)
+        declared = isinstance(root, dict) and isinstance(root.get("$schema"), str)
+        draft = detect_draft(root)
+        self.foreign = _ASSERTIONS - ENFORCED[draft] if declared else frozenset()
+        self.ref_replaces_siblings = declared and DRAFT_ORDER[draft] <= 7
 
     def refuse(self, keyword: str, path: str) -> UnsupportedKeyword:
         return UnsupportedKeyword(keyword, path=f"{path}/{_esc(keyword)}", tool=self.tool, engine=self.engine)
@@ -152,6 +167,7 @@ class _Walker:
     def walk(self, node: Any, path: str, *, in_all_of: bool) -> None:
         if not isinstance(node, dict):
             return
+        self._drop_foreign(node)
         self._rewrite_drafts(node)
         if self.strip:
             for key in _ANNOTATIONS & node.keys():
@@ -219,6 +235,13 @@ class _Walker:
             if isinstance(sub, list):
                 for i, child in enumerate(sub):
                     self.walk(child, f"{path}/{key}/{i}", in_all_of=key == "allOf")
+
+    def _drop_foreign(self, node: dict[str, Any]) -> None:
+        for key in self.foreign & node.keys():
+            del node[key]
+        if self.ref_replaces_siblings and isinstance(node.get("$ref"), str):
+            for key in (_ASSERTIONS - {"$ref"}) & node.keys():
+                del node[key]
 
     @staticmethod
     def _rewrite_drafts(node: dict[str, Any]) -> None:
