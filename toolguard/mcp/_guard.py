@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import ConfigError
+from ._calls import KeyStore
 from ._config import McpPolicy
 from ._decisions import McpDecision, Reporter
 from ._http import HttpFront
-from ._session import GuardSession, KeyStore
+from ._session import GuardSession
 from ._upstream import Connector
 
 __all__ = ["McpGuard", "http_connector", "stdio_connector"]

@@ -31,7 +31,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -43,7 +42,6 @@ from mcp_types import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
-    ErrorData,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -51,80 +49,19 @@ from mcp_types import (
 )
 
 from .._sanitize import sanitize
+from ._calls import GuardedCall, KeyStore, Slot, call_fingerprint, error_reply, idempotency_key, result_reply
 from ._catalog import Allowed, Catalog, Refused, ToolEntry, Unknown, tool_result
-from ._config import IDEMPOTENCY_META_KEYS, McpPolicy
+from ._config import McpPolicy
 from ._decisions import McpDecision, Reporter
 from ._upstream import Connector, Upstream, UpstreamLost
 
-__all__ = ["GuardSession", "KeyStore"]
+__all__ = ["GuardSession"]
 
 logger = logging.getLogger("toolguard.mcp")
 
 DECISION_META_KEY = "io.toolguard/decision"
 LISTING_TIMEOUT = 30.0  # seconds to read the server's tool list before a call is answered with an error
 MAX_LIST_PAGES = 100
-
-
-@dataclass(slots=True)
-class _Slot:
-    """Where the server's answer to one guarded call lands."""
-
-    generation: int = 0
-    event: anyio.Event = field(default_factory=anyio.Event)
-    answer: Any = None  # JSONRPCResponse | JSONRPCError | UpstreamLost
-
-
-@dataclass(slots=True)
-class _Call:
-    name: Any
-    fingerprint: str
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    slot: _Slot | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
-    reply: Any = None
-
-
-class KeyStore:
-    """Answers to calls that carried an idempotency key, shared by the sessions of one guard (an LRU)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._done: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
-        self._running: dict[str, tuple[str, anyio.Event]] = {}
-
-    def remember(self, key: str, fingerprint: str, result: dict[str, Any]) -> None:
-        self._done[key] = (fingerprint, result)
-        self._done.move_to_end(key)
-        while len(self._done) > self.limit:
-            self._done.popitem(last=False)
-
-
-def _fingerprint(params: Mapping[str, Any]) -> str:
-    return json.dumps([params.get("name"), params.get("arguments")], sort_keys=True, default=str)
-
-
-def _idempotency_key(params: Mapping[str, Any]) -> str | None:
-    meta = params.get("_meta")
-    if not isinstance(meta, Mapping):
-        return None
-    for key in IDEMPOTENCY_META_KEYS:
-        value = meta.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def _error(rid: Any, code: int, message: str, data: Any = None) -> JSONRPCError:
-    error = (
-        ErrorData(code=code, message=message)
-        if data is None
-        else ErrorData(code=code, message=message, data=data)
-    )
-    return JSONRPCError(jsonrpc="2.0", id=rid, error=error)
-
-
-def _result(rid: Any, result: dict[str, Any]) -> JSONRPCResponse:
-    return JSONRPCResponse(jsonrpc="2.0", id=rid, result=result)
 
 
 class GuardSession:
@@ -155,7 +92,7 @@ class GuardSession:
         self._tg: anyio.abc.TaskGroup
         # id -> [(method, generation, first page)], oldest first: a reused id is answered once per request
         self._forwarded: dict[Any, list[tuple[str, int, bool]]] = {}
-        self._calls: dict[Any, _Call] = {}
+        self._calls: dict[Any, GuardedCall] = {}
         self._answered: OrderedDict[Any, tuple[str, Any]] = OrderedDict()
         self._progress: dict[Any, Any] = {}  # progressToken -> client request id (HTTP routing)
         self._has_tools: bool | None = None  # from the server's initialize answer
@@ -203,7 +140,7 @@ class GuardSession:
         if isinstance(item, Exception):
             reason = sanitize(str(item), max_chars=300)
             self._report("protocol_error", reason=f"unreadable message from the client: {reason}")
-            await self._to_client(_error(None, PARSE_ERROR, f"Parse error: {reason}"))
+            await self._to_client(error_reply(None, PARSE_ERROR, f"Parse error: {reason}"))
             return
         message = item.message
         if isinstance(message, JSONRPCRequest):
@@ -220,7 +157,7 @@ class GuardSession:
             return
         if method == "server/discover":
             await self._to_client(
-                _error(
+                error_reply(
                     request.id,
                     METHOD_NOT_FOUND,
                     "toolguard mcp speaks the initialize handshake (protocol versions up to 2025-11-25); "
@@ -239,7 +176,7 @@ class GuardSession:
         try:
             generation = await self.upstream.send(request)
         except UpstreamLost as exc:
-            await self._to_client(_error(request.id, INTERNAL_ERROR, f"toolguard: {exc}"))
+            await self._to_client(error_reply(request.id, INTERNAL_ERROR, f"toolguard: {exc}"))
             return
         self._forwarded.setdefault(request.id, []).append((method, generation, first))
 
@@ -288,7 +225,7 @@ class GuardSession:
                     self._initialized(message.result)
                 elif method == "tools/list":
                     self._absorb(message.result, first=first)
-                    message = _result(message.id, self.catalog.visible(message.result))
+                    message = result_reply(message.id, self.catalog.visible(message.result))
             await self._to_client(message)
             return
         related = None
@@ -324,7 +261,7 @@ class GuardSession:
                 message = (
                     f"toolguard: the MCP server connection was lost before it answered {method} ({reason})"
                 )
-                await self._to_client(_error(rid, INTERNAL_ERROR, message))
+                await self._to_client(error_reply(rid, INTERNAL_ERROR, message))
         for call in self._calls.values():
             slot = call.slot
             if slot is not None and slot.generation == generation and not slot.event.is_set():
@@ -392,13 +329,13 @@ class GuardSession:
     # tools/call ----------------------------------------------------------------------------------------
     def _start_call(self, request: JSONRPCRequest) -> None:
         params = request.params or {}
-        fingerprint = _fingerprint(params)
+        fingerprint = call_fingerprint(params)
         previous = self._calls.get(request.id)
         remembered = self._answered.get(request.id)
         if previous is not None or remembered is not None:
             self._tg.start_soon(self._repeated_id, request, fingerprint, previous, remembered)
             return
-        call = _Call(params.get("name"), fingerprint)
+        call = GuardedCall(params.get("name"), fingerprint)
         self._calls[request.id] = call
         self._tg.start_soon(self._call, request, call)
 
@@ -415,7 +352,7 @@ class GuardSession:
         if first_fingerprint != fingerprint:
             self._report("protocol_error", tool=str(name), request_id=request.id, reason="request id reused")
             await self._to_client(
-                _error(
+                error_reply(
                     request.id,
                     INVALID_REQUEST,
                     f"the request id {request.id!r} was already used for another call",
@@ -427,10 +364,10 @@ class GuardSession:
         )
         await self._to_client(reply.model_copy(update={"id": request.id}))
 
-    async def _call(self, request: JSONRPCRequest, call: _Call) -> None:
+    async def _call(self, request: JSONRPCRequest, call: GuardedCall) -> None:
         start = time.perf_counter()
         params = request.params or {}
-        key = _idempotency_key(params)
+        key = idempotency_key(params)
         decision: dict[str, Any] = {}
         try:
             with call.scope:
@@ -458,7 +395,7 @@ class GuardSession:
             call.done.set()
 
     async def _call_once_per_key(
-        self, request: JSONRPCRequest, call: _Call, key: str
+        self, request: JSONRPCRequest, call: GuardedCall, key: str
     ) -> tuple[Any, dict[str, Any]]:
         store = self.keys
         while (running := store._running.get(key)) is not None:
@@ -468,11 +405,11 @@ class GuardSession:
             fingerprint, result = done
             if fingerprint != call.fingerprint:
                 message = f"the idempotency key {key!r} was already used for a different call; use a new key"
-                return _error(request.id, INVALID_PARAMS, message), {
+                return error_reply(request.id, INVALID_PARAMS, message), {
                     "kind": "protocol_error",
                     "reason": message,
                 }
-            return _result(request.id, result), {
+            return result_reply(request.id, result), {
                 "kind": "duplicate",
                 "reason": "idempotency key seen; not run again",
             }
@@ -487,7 +424,7 @@ class GuardSession:
             del store._running[key]
             event.set()
 
-    async def _judge_and_run(self, request: JSONRPCRequest, call: _Call) -> tuple[Any, dict[str, Any]]:
+    async def _judge_and_run(self, request: JSONRPCRequest, call: GuardedCall) -> tuple[Any, dict[str, Any]]:
         params = request.params or {}
         name = params.get("name")
         if self._has_tools is False:  # no tools capability: nothing to check against; the server answers
@@ -495,42 +432,43 @@ class GuardSession:
         problem = await self._ready_catalog()
         if problem is not None:
             message = f"toolguard: {problem}; the call was not sent"
-            return _error(request.id, INTERNAL_ERROR, message), {"kind": "protocol_error", "reason": message}
+            reply = error_reply(request.id, INTERNAL_ERROR, message)
+            return reply, {"kind": "protocol_error", "reason": message}
         check = self.catalog.check_call(name, params.get("arguments"))
         if isinstance(check, Unknown):
-            error = _error(request.id, INVALID_PARAMS, check.message)
+            error = error_reply(request.id, INVALID_PARAMS, check.message)
             return error, {"kind": "unknown_tool", "reason": check.message}
         if isinstance(check, Refused):
             info = {"kind": check.kind, "path": check.path, "offset": check.offset}
             result = tool_result(
                 check.message, meta={DECISION_META_KEY: {k: v for k, v in info.items() if v is not None}}
             )
-            return _result(request.id, result), {"kind": check.kind, "reason": check.message}
+            return result_reply(request.id, result), {"kind": check.kind, "reason": check.message}
         assert isinstance(check, Allowed)
         return await self._run(request, call, check.entry, check.timeout)
 
-    async def _plain(self, request: JSONRPCRequest, call: _Call) -> tuple[Any, dict[str, Any]]:
-        slot = call.slot = _Slot()
+    async def _plain(self, request: JSONRPCRequest, call: GuardedCall) -> tuple[Any, dict[str, Any]]:
+        slot = call.slot = Slot()
         try:
             slot.generation = await self.upstream.send(request)
         except UpstreamLost as exc:
-            return _error(request.id, INTERNAL_ERROR, f"toolguard: {exc}"), {"kind": "transport_failure"}
+            return error_reply(request.id, INTERNAL_ERROR, f"toolguard: {exc}"), {"kind": "transport_failure"}
         await slot.event.wait()
         if isinstance(slot.answer, UpstreamLost):
-            return _error(request.id, INTERNAL_ERROR, f"toolguard: {slot.answer}"), {
+            return error_reply(request.id, INTERNAL_ERROR, f"toolguard: {slot.answer}"), {
                 "kind": "transport_failure"
             }
         return slot.answer, {"attempts": 1, "reached_server": True}
 
     async def _run(
-        self, request: JSONRPCRequest, call: _Call, entry: ToolEntry, timeout: float | None
+        self, request: JSONRPCRequest, call: GuardedCall, entry: ToolEntry, timeout: float | None
     ) -> tuple[Any, dict[str, Any]]:
         retry = self.policy.retry
         attempt = 0
         failures: list[str] = []
         while True:
             attempt += 1
-            slot = call.slot = _Slot()
+            slot = call.slot = Slot()
             failure: BaseException | None
             try:
                 slot.generation = await self.upstream.send(request)
@@ -596,7 +534,7 @@ class GuardSession:
             }
         }
         decision = {"kind": kind, "attempts": attempts, "reached_server": sent, "reason": text}
-        return _result(request.id, tool_result(text, meta=meta)), decision
+        return result_reply(request.id, tool_result(text, meta=meta)), decision
 
     def _checked(
         self, request: JSONRPCRequest, entry: ToolEntry, answer: Any, attempts: int, failures: list[str]
@@ -612,7 +550,7 @@ class GuardSession:
                 else error.data
             )
             if message != error.message or data is not error.data:
-                answer = _error(answer.id, error.code, message, data)
+                answer = error_reply(answer.id, error.code, message, data)
             return answer, {**base, "kind": "server_error", "reason": message}
         result = answer.result
         if not self.policy.check_output and result.get("isError") is not True:
@@ -624,8 +562,8 @@ class GuardSession:
         if checked.kind in ("output_invalid", "result_too_large"):
             meta = {DECISION_META_KEY: {"kind": checked.kind}}
             replaced = {**checked.result, "_meta": meta}
-            return _result(answer.id, replaced), {**base, "kind": checked.kind, "reason": checked.reason}
-        reply = answer if checked.result is result else _result(answer.id, checked.result)
+            return result_reply(answer.id, replaced), {**base, "kind": checked.kind, "reason": checked.reason}
+        reply = answer if checked.result is result else result_reply(answer.id, checked.result)
         return reply, {**base, "kind": checked.kind}
 
     async def _cancel_upstream(self, rid: Any, reason: str) -> None:
