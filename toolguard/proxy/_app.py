@@ -11,6 +11,8 @@ which stops the generation. The finally-clause guarantees one terminal response 
 nothing was sent yet, an OpenAI-format error event if an SSE stream was open. Text/event-stream bodies are
 never buffered or compressed. Per request the proxy does O(1) work beyond the bytes it moves and the Guard's
 own (linear) work.
+
+``POST /v1/messages`` (the paths of ``_protocols.ROUTES``) runs the same guarded flow, translated both ways.
 """
 
 from __future__ import annotations
@@ -184,6 +186,13 @@ class ProxyApp:
 
             await self._until_disconnect(receive, send, work)
             return "chat"
+
+        from ._protocols import ROUTES, serve
+
+        wire = ROUTES.get(path) if method == "POST" else None
+        if wire is not None:  # another protocol, translated over the guarded chat flow (``_protocols``)
+            await serve(self, wire, body, upstream_headers, deadline, receive, send)
+            return wire.route
 
         async def passthrough() -> None:
             await self._passthrough(scope, body, upstream_headers, deadline, send)

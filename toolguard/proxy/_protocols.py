@@ -1,0 +1,175 @@
+"""``POST /v1/messages`` (and the other translated protocols): the guarded chat flow behind another wire.
+
+Theory of operation. The route translates the request with the protocol's sans-IO wire module
+(``toolguard._messages``) into the chat request, then runs the proxy's own chat handler
+(``_chat.handle_chat``: the Guard, the re-ask flow, the release gate, the engine constraints) on it unchanged,
+with ``send`` wrapped by ``_Translating``. That wrapper sees what the chat handler would have sent its client
+and sends the protocol's own form instead: a JSON body is read whole and translated (a 200 completion into the
+protocol's answer, an OpenAI-format error into the protocol's error at the same status, the ``x-toolguard-*``
+headers kept); an SSE body is decoded event by event (``SSEDecoder``) and each released chunk translated at
+once, so nothing is held longer than the gate holds it. The wrapper mirrors ``_Responder``'s
+``started``/``complete``/ ``sse`` so the app's terminal errors (deadline, upstream failure) pass through it
+and arrive translated too. No rule lives here. Work: O(bytes moved).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from .. import _messages
+from ._respond import send_json
+from ._sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from ._app import ProxyApp
+    from ._respond import Receive
+    from ._upstream import Deadline
+
+__all__ = ["ROUTES", "serve"]
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+class _Messages:
+    """The Messages wire (``toolguard._messages``) as the route needs it."""
+
+    route = "messages"
+    to_chat = staticmethod(_messages.to_chat)
+    error_body = staticmethod(_messages.error_body)
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.model = str(body.get("model") or "")
+        self.stream = _messages.MessagesStream(model=self.model)
+
+    def answer(self, completion: dict[str, Any]) -> dict[str, Any]:
+        return _messages.from_chat(completion, model=self.model)
+
+    def encode(self, events: list[tuple[str, dict[str, Any]]]) -> bytes:
+        return b"".join(_messages.encode_event(name, data) for name, data in events)
+
+
+#: path -> protocol wire
+ROUTES: dict[str, type[_Messages]] = {"/v1/messages": _Messages}
+
+
+class _Translating:
+    """``send`` for the chat handler: what it sends, translated into the protocol's own form."""
+
+    __slots__ = ("_body", "_decoder", "_headers", "_inner", "_status", "_wire")
+
+    def __init__(self, inner: Any, wire: _Messages) -> None:
+        self._inner = inner  # the app's _Responder
+        self._wire = wire
+        self._status = 0
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._decoder: SSEDecoder | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._status != 0
+
+    @property
+    def complete(self) -> bool:
+        return bool(self._inner.complete)
+
+    @property
+    def sse(self) -> bool:
+        return self._decoder is not None
+
+    @property
+    def status(self) -> int:
+        return int(self._inner.status)
+
+    async def __call__(self, message: Any) -> None:
+        if message["type"] == "http.response.start":
+            self._status = int(message["status"])
+            headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"content-length"]
+            if any(k.lower() == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers):
+                self._decoder = SSEDecoder()
+                await self._inner({**message, "headers": headers})
+            else:
+                self._headers = [(k, v) for k, v in headers if k.lower() != b"content-type"]
+            return
+        if message["type"] != "http.response.body":
+            return
+        more = bool(message.get("more_body", False))
+        chunk = message.get("body", b"")
+        if self._decoder is None:
+            self._body.append(chunk)
+            if not more:
+                await self._finish_json()
+            return
+        events = self._decoder.feed(chunk) if chunk else []
+        if not more:
+            events += self._decoder.close()
+        out = []
+        for event in events:
+            if event.data == "[DONE]":
+                out.extend(self._wire.stream.close())
+                continue
+            try:
+                obj = json.loads(event.data)
+            except ValueError:
+                continue
+            out.extend(self._wire.stream.feed(obj))
+        await self._inner({"type": "http.response.body", "body": self._wire.encode(out), "more_body": more})
+
+    async def _finish_json(self) -> None:
+        raw = b"".join(self._body)
+        try:
+            obj = json.loads(raw) if raw else None
+        except ValueError:
+            obj = None
+        if self._status == 200 and isinstance(obj, dict) and obj.get("choices"):
+            try:
+                answer = self._wire.answer(obj)
+            except (ValueError, KeyError, TypeError, IndexError):
+                await send_json(
+                    self._inner,
+                    502,
+                    self._wire.error_body(
+                        502, {"error": {"message": "the released completion could not be translated"}}
+                    ),
+                )
+                return
+            await send_json(self._inner, 200, answer, headers=self._headers)
+            return
+        status = self._status if self._status >= 400 else 502
+        await send_json(self._inner, status, self._wire.error_body(status, obj), headers=self._headers)
+
+
+async def serve(
+    app: ProxyApp,
+    wire_type: type[_Messages],
+    raw: bytes,
+    headers: list[tuple[str, str]],
+    deadline: Deadline,
+    receive: Receive,
+    send: Any,
+) -> None:
+    """Answer one request of a translated protocol (see the module docstring)."""
+    from ._chat import handle_chat
+
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        body = None
+    wire = wire_type(body if isinstance(body, dict) else {})
+    out = _Translating(send, wire)
+    if body is None:
+        await send_json(
+            send, 400, wire.error_body(400, {"error": {"message": "the request body is not valid JSON"}})
+        )
+        return
+    try:
+        chat = wire.to_chat(body)
+    except _messages.ProtocolRefusal as exc:
+        await send_json(send, 400, wire.error_body(400, {"error": {"message": str(exc), "param": exc.param}}))
+        return
+
+    async def work() -> None:
+        await handle_chat(app, _dumps(chat).encode("utf-8"), headers, deadline, out)
+
+    await app._until_disconnect(receive, out, work)  # type: ignore[arg-type]
