@@ -219,3 +219,12 @@ def test_check_mode_reports_what_the_grammar_could_not_enforce(bpe_tokenizer: An
             duplicated = len(set(measures)) != len(measures)
             assert duplicated == any(item["index"] == i for item in extras["invalid"])
 
+
+
+def test_a_call_demanded_without_tools_is_refused_before_generating(gen: LocalGenerator) -> None:
+    from toolguard import UsageError
+
+    for choice in ("required", "any", {"type": "function", "function": {"name": "get_weather"}}):
+        with pytest.raises(UsageError, match="tool"):
+            gen.chat(ASK, tool_choice=choice, max_new_tokens=4)
+    assert gen.chat(ASK, tool_choice="auto", max_new_tokens=4, seed=0)["choices"][0]["message"] is not None

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._choice import parse_tool_choice
 from .._events import ContentDelta, Finish, TokenDelta
 from .._exceptions import UsageError
 from .._guard import Guard
@@ -220,8 +221,10 @@ class LocalGenerator:
 
         if max_new_tokens < 1:
             raise UsageError("max_new_tokens must be at least 1")
+        if tools is None:  # "auto"/"none" read as none; a required or named call without tools: UsageError
+            tool_choice = parse_tool_choice(tool_choice, ())
         grammar = build_turn_grammar(
-            self.tokenizer, tools, tool_choice if tools is not None else "none", engine=self.engine,
+            self.tokenizer, tools, tool_choice, engine=self.engine,
             format=self.format, parallel_tool_calls=parallel_tool_calls, max_calls=max_calls,
             end_ids=self.end_token_ids,
             max_string_length=self.max_string_length, close_objects=self.close_objects,
@@ -241,8 +244,8 @@ class LocalGenerator:
         length = len(prompt)
         rng = _ids_rng(seed)
         run.turn = turn = TurnEvents(self.separators, lambda: _call_id(rng))
-        run.guard = guard = Guard(grammar.toolset, tool_choice=tool_choice if tools is not None else "none",
-                                  detector=self.runaway or _NoRunaway)
+        detector = self.runaway or _NoRunaway
+        run.guard = guard = Guard(grammar.toolset, tool_choice=tool_choice, detector=detector)
         n_vocab = grammar.n_vocab
         ends = set(grammar.end_ids)
         pending = prompt
