@@ -12,7 +12,7 @@ nothing was sent yet, an OpenAI-format error event if an SSE stream was open. Te
 never buffered or compressed. Per request the proxy does O(1) work beyond the bytes it moves and the Guard's
 own (linear) work.
 
-``POST /v1/messages`` (the paths of ``_protocols.ROUTES``) runs the same guarded flow, translated both ways.
+``POST /v1/messages`` and ``POST /v1/responses`` (``_protocols.ROUTES``): the same guarded flow translated.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""``POST /v1/messages`` (and the other translated protocols): the guarded chat flow behind another wire.
+"""``POST /v1/messages`` and ``POST /v1/responses``: the guarded chat flow behind another wire.
 
 Theory of operation. The route translates the request with the protocol's sans-IO wire module
-(``toolguard._messages``) into the chat request, then runs the proxy's own chat handler
-(``_chat.handle_chat``: the Guard, the re-ask flow, the release gate, the engine constraints) on it unchanged,
-with ``send`` wrapped by ``_Translating``. That wrapper sees what the chat handler would have sent its client
-and sends the protocol's own form instead: a JSON body is read whole and translated (a 200 completion into the
-protocol's answer, an OpenAI-format error into the protocol's error at the same status, the ``x-toolguard-*``
-headers kept); an SSE body is decoded event by event (``SSEDecoder``) and each released chunk translated at
-once, so nothing is held longer than the gate holds it. The wrapper mirrors ``_Responder``'s
-``started``/``complete``/ ``sse`` so the app's terminal errors (deadline, upstream failure) pass through it
-and arrive translated too. No rule lives here. Work: O(bytes moved).
+(``toolguard._messages``, ``toolguard._responses``) into the chat request, then runs the proxy's own chat
+handler (``_chat.handle_chat``: the Guard, the re-ask flow, the release gate, the engine constraints) on it
+unchanged, with ``send`` wrapped by ``_Translating``. That wrapper sees what the chat handler would have sent
+its client and sends the protocol's own form instead: a JSON body is read whole and translated (a 200
+completion into the protocol's answer, an OpenAI-format error into the protocol's error at the same status,
+the ``x-toolguard-*`` headers kept); an SSE body is decoded event by event (``SSEDecoder``) and each released
+chunk translated at once, so nothing is held longer than the gate holds it. The wrapper mirrors
+``_Responder``'s ``started``/``complete``/``sse`` so the app's terminal errors (deadline, upstream failure)
+pass through it and arrive translated too. No rule lives here. Work: O(bytes moved).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from .. import _messages
-from ._respond import send_json
+from .. import _messages, _responses
+from ._respond import error_body, send_json
 from ._sse import SSEDecoder
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class _Messages:
-    """The Messages wire (``toolguard._messages``) as the route needs it."""
+    """The Messages wire (``toolguard._messages``) as the route needs it: errors in Anthropic's shape."""
 
     route = "messages"
     to_chat = staticmethod(_messages.to_chat)
@@ -49,8 +49,33 @@ class _Messages:
         return b"".join(_messages.encode_event(name, data) for name, data in events)
 
 
+class _Responses:
+    """The Responses wire (``toolguard._responses``): errors before the stream are OpenAI-format already."""
+
+    route = "responses"
+    to_chat = staticmethod(_responses.to_chat)
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.request = body
+        self.stream = _responses.ResponsesStream(body)
+
+    @staticmethod
+    def error_body(status: int, openai_body: Any) -> Any:
+        if isinstance(openai_body, dict) and isinstance(openai_body.get("error"), dict):
+            return openai_body
+        return error_body(f"HTTP {status}", status=status)
+
+    def answer(self, completion: dict[str, Any]) -> dict[str, Any]:
+        return _responses.from_chat(completion, self.request)
+
+    def encode(self, events: list[dict[str, Any]]) -> bytes:
+        return b"".join(_responses.encode_event(data) for data in events)
+
+
+Wire = _Messages | _Responses
+
 #: path -> protocol wire
-ROUTES: dict[str, type[_Messages]] = {"/v1/messages": _Messages}
+ROUTES: dict[str, type[Wire]] = {"/v1/messages": _Messages, "/v1/responses": _Responses}
 
 
 class _Translating:
@@ -58,7 +83,7 @@ class _Translating:
 
     __slots__ = ("_body", "_decoder", "_headers", "_inner", "_status", "_wire")
 
-    def __init__(self, inner: Any, wire: _Messages) -> None:
+    def __init__(self, inner: Any, wire: Wire) -> None:
         self._inner = inner  # the app's _Responder
         self._wire = wire
         self._status = 0
@@ -104,7 +129,7 @@ class _Translating:
         events = self._decoder.feed(chunk) if chunk else []
         if not more:
             events += self._decoder.close()
-        out = []
+        out: list[Any] = []
         for event in events:
             if event.data == "[DONE]":
                 out.extend(self._wire.stream.close())
@@ -142,7 +167,7 @@ class _Translating:
 
 async def serve(
     app: ProxyApp,
-    wire_type: type[_Messages],
+    wire_type: type[Wire],
     raw: bytes,
     headers: list[tuple[str, str]],
     deadline: Deadline,
