@@ -9,7 +9,8 @@ messages); anything it cannot carry faithfully is a ``ProtocolRefusal`` (a 400 n
 dropped in silence, except the fields ``DROPPED`` lists (documented in the README's mapping table).
 ``from_chat(completion)`` turns the released chat completion back into a ``message`` (``tool_calls`` ->
 ``tool_use`` blocks, ``finish_reason`` -> ``stop_reason``, usage -> ``input_tokens``/``output_tokens``).
-``MessagesStream`` turns the released chat chunks, one at a time, into Messages stream events
+Reasoning (``reasoning_content``) becomes a ``thinking`` block, passed through unjudged as the chat path
+passes it. ``MessagesStream`` turns the released chat chunks, one at a time, into Messages stream events
 (``message_start``, ``content_block_start``/``delta``/``stop`` with ``text_delta`` and ``input_json_delta``,
 ``message_delta``, ``message_stop``); an OpenAI-format error event becomes the ``error`` event. ``error_body``
 gives Anthropic's error shape, so the official ``anthropic`` SDK raises its own typed exceptions. Work: O(1)
@@ -260,6 +261,9 @@ def from_chat(completion: dict[str, Any], *, model: str | None = None) -> dict[s
     choice = completion["choices"][0]
     message = choice.get("message") or {}
     content: list[dict[str, Any]] = []
+    thinking = _reasoning(message)
+    if thinking:
+        content.append({"type": "thinking", "thinking": thinking, "signature": ""})
     if isinstance(message.get("content"), str) and message["content"]:
         content.append({"type": "text", "text": message["content"]})
     for call in message.get("tool_calls") or ():
@@ -284,6 +288,15 @@ def from_chat(completion: dict[str, Any], *, model: str | None = None) -> dict[s
         "stop_sequence": None,
         "usage": _usage(completion.get("usage")),
     }
+
+
+def _reasoning(message: Any) -> str | None:
+    """The reasoning text of a chat message or delta (vLLM's ``reasoning_content``, or ``reasoning``)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key) if isinstance(message, dict) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def error_body(status: int, openai_body: Any) -> dict[str, Any]:
@@ -342,6 +355,13 @@ class MessagesStream:
             self._usage = _usage(chunk["usage"])
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
+            thinking = _reasoning(delta)  # passed through as a thinking block, never judged
+            if thinking:
+                if self._open != ("thinking", -1):
+                    out.extend(
+                        self._begin(("thinking", -1), {"type": "thinking", "thinking": "", "signature": ""})
+                    )
+                out.append(self._delta({"type": "thinking_delta", "thinking": thinking}))
             text = delta.get("content")
             if isinstance(text, str) and text:
                 if self._open != ("text", -1):

@@ -1,21 +1,22 @@
 """The OpenAI Responses API over Chat Completions: request, answer and stream, translated both ways.
 
-Theory of operation. Like ``toolguard._messages``, this module decides nothing: it is a sans-IO translation
-so that a ``POST /v1/responses`` runs through the one guarded chat flow (the Guard, the re-ask flow, the
-release gate) unchanged. ``to_chat(body)`` turns a Responses request into the chat request that flow runs:
-``instructions`` and ``developer``/``system`` items become system messages, ``function`` tools
-(``{"type": "function", "name", "parameters", "strict"}``) become chat function tools, ``tool_choice``
+Theory of operation. Like ``toolguard._messages``, this module decides nothing: it is a sans-IO translation so
+that a ``POST /v1/responses`` runs through the one guarded chat flow (the Guard, the re-ask flow, the release
+gate) unchanged. ``to_chat(body)`` turns a Responses request into the chat request that flow runs:
+``instructions`` and ``developer``/``system`` items become system messages, ``function`` tools (``{"type":
+"function", "name", "parameters", "strict"}``) become chat function tools, ``tool_choice``
 ``auto``/``none``/``required``/``{"type": "function", "name"}`` the chat forms, ``function_call`` items
 ``tool_calls`` and ``function_call_output`` items ``role: tool`` messages; ``max_output_tokens`` is the chat
 ``max_tokens``. What it cannot carry faithfully is a ``ProtocolRefusal`` (a 400 naming the field), never
 dropped in silence, except the fields ``DROPPED`` lists (the README's mapping table). ``from_chat`` turns the
 released chat completion into a ``response`` object (``output`` items ``message`` with ``output_text`` and
-``function_call``; a cut is ``status: "incomplete"``). ``ResponsesStream`` turns the released chat chunks,
-one at a time, into Responses stream events (``response.created``, ``response.output_item.added``,
+``function_call``; a cut is ``status: "incomplete"``). ``ResponsesStream`` turns the released chat chunks, one
+at a time, into Responses stream events (``response.created``, ``response.output_item.added``,
 ``response.output_text.delta``, ``response.function_call_arguments.delta``/``.done``,
-``response.output_item.done``, ``response.completed``); an error after the stream began is
-``response.failed``, nothing after it. Errors before it are OpenAI-format bodies already (the chat path's),
-so the openai SDK raises its typed exceptions. Work: O(1) per chunk beyond the bytes translated.
+``response.output_item.done``, ``response.completed``); reasoning (``reasoning_content``) is a ``reasoning``
+item, passed through unjudged; an error after the stream began is ``response.failed``, nothing after it.
+Errors before it are OpenAI-format bodies already (the chat path's), so the openai SDK raises its typed
+exceptions. Work: O(1) per chunk beyond the bytes translated.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 import uuid
 from typing import Any
 
-from ._messages import ProtocolRefusal
+from ._messages import ProtocolRefusal, _reasoning
 
 __all__ = ["DROPPED", "ResponsesStream", "encode_event", "from_chat", "to_chat"]
 
@@ -261,6 +262,16 @@ def _message_item(text: str, item_id: str, status: str = "completed") -> dict[st
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": [part]}
 
 
+def _reasoning_item(text: str, item_id: str, status: str = "completed") -> dict[str, Any]:
+    return {
+        "type": "reasoning",
+        "id": item_id,
+        "status": status,
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": text}],
+    }
+
+
 def _call_item(
     call_id: str, name: str, arguments: str, item_id: str, status: str = "completed"
 ) -> dict[str, Any]:
@@ -290,6 +301,9 @@ def from_chat(completion: dict[str, Any], request: dict[str, Any]) -> dict[str, 
         "resp_" + chat_id.removeprefix("chatcmpl-") if isinstance(chat_id, str) and chat_id else _id("resp_")
     )
     out = _skeleton(request, rid, int(completion.get("created") or time.time()))
+    thinking = _reasoning(message)
+    if thinking:
+        out["output"].append(_reasoning_item(thinking, _id("rs_")))
     if isinstance(message.get("content"), str) and message["content"]:
         out["output"].append(_message_item(message["content"], _id("msg_")))
     for call in message.get("tool_calls") or ():
@@ -338,6 +352,21 @@ class ResponsesStream:
             self._response["usage"] = _usage(chunk["usage"])
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
+            thinking = _reasoning(delta)  # passed through as a reasoning item, never judged
+            if thinking:
+                if self._open is None or self._open[0] != "reasoning":
+                    out.extend(self._add("reasoning", -1, _reasoning_item("", _id("rs_"), "in_progress")))
+                item = self._open[2]  # type: ignore[index]
+                self._text.append(thinking)
+                out.append(
+                    self._event(
+                        "response.reasoning_text.delta",
+                        item_id=item["id"],
+                        output_index=len(self._items),
+                        content_index=0,
+                        delta=thinking,
+                    )
+                )
             text = delta.get("content")
             if isinstance(text, str) and text:
                 if self._open is None or self._open[0] != "message":
@@ -470,6 +499,19 @@ class ResponsesStream:
                     output_index=at,
                     content_index=0,
                     part=item["content"][0],
+                )
+            )
+        elif kind == "reasoning":
+            text = "".join(self._text)
+            self._text = []
+            item = _reasoning_item(text, item["id"])
+            out.append(
+                self._event(
+                    "response.reasoning_text.done",
+                    item_id=item["id"],
+                    output_index=at,
+                    content_index=0,
+                    text=text,
                 )
             )
         else:

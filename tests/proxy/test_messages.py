@@ -266,3 +266,33 @@ def test_stream_violation_is_a_typed_error(hold: ProxyServer, upstream: Scripted
         _stream(hold)
     assert info.value.body["type"] == "error"
     assert info.value.body["error"]["type"] == "invalid_request_error"
+
+
+REASONING_CHUNKS = [
+    {"role": "assistant", "content": ""},
+    {"reasoning_content": "The user wants Paris; "},
+    {"reasoning_content": '"unit": "kelvin" is no option.'},
+    {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "call_r",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ]
+    },
+]
+REASONING = 'The user wants Paris; "unit": "kelvin" is no option.'
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_reasoning_is_a_thinking_block_never_judged(
+    stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(Reply(chunks=REASONING_CHUNKS, finish_reason="tool_calls"))
+    message = _stream(hold)[1] if stream else _create(hold).parse()
+    assert [b.type for b in message.content] == ["thinking", "tool_use"]
+    assert message.content[0].thinking == REASONING
+    assert message.content[1].input == {"city": "Paris"} and message.stop_reason == "tool_use"
+    assert len(upstream.chat_requests) == 1

@@ -255,3 +255,17 @@ def test_stream_violation_fails_the_response(hold: ProxyServer, upstream: Script
     assert [e.type for e in events] == ["response.created", "response.in_progress", "response.failed"]
     error = events[-1].response.error
     assert error.code == "rejected" and "kelvin" in json.dumps(error.toolguard)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_reasoning_is_a_reasoning_item_never_judged(
+    stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    from .test_messages import REASONING, REASONING_CHUNKS
+
+    upstream.script(Reply(chunks=REASONING_CHUNKS, finish_reason="tool_calls"))
+    response = _stream(hold)[1] if stream else _create(hold).parse()
+    assert [item.type for item in response.output] == ["reasoning", "function_call"]
+    assert response.output[0].content[0].text == REASONING
+    assert json.loads(response.output[1].arguments) == {"city": "Paris"}
+    assert len(upstream.chat_requests) == 1

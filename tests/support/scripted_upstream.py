@@ -163,6 +163,9 @@ def _merge_deltas(deltas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     refusal = "".join(d.get("refusal") or "" for d in deltas)
     if refusal:
         message["refusal"] = refusal
+    reasoning = "".join(d.get("reasoning_content") or "" for d in deltas)
+    if reasoning:
+        message["reasoning_content"] = reasoning
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     return message

@@ -1,0 +1,148 @@
+"""Upstream faults and bad requests on ``/v1/messages`` and ``/v1/responses``: the chat tests' twins.
+
+The faults are the chat path's (``test_stream.py``), retried by the same flow; what these tests check is that
+each ends in the protocol's own form: the official client gets its answer, or raises its own typed exception,
+or reads the protocol's own failure event.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.support import Reply, ScriptedUpstream
+
+from .conftest import client_for
+from .helpers import good
+from .proxy_server import ProxyServer
+from .test_messages import ASK as MESSAGES_ASK
+from .test_messages import TOOL as MESSAGES_TOOL
+from .test_responses import ASK as RESPONSES_ASK
+from .test_responses import TOOL as RESPONSES_TOOL
+
+anthropic = pytest.importorskip("anthropic")
+
+FAULTS = [
+    Reply.error(429, retry_after=0),
+    Reply.error(500),
+    Reply.error(503, retry_after=0.01),
+    good(disconnect_after=1),
+    good(malformed_after=2),
+]
+FAULT_IDS = ["429", "500", "503", "disconnect", "malformed"]
+#: (fault, stream): the HTTP faults both ways, the stream faults on streams
+CASES = [
+    pytest.param(fault, stream, id=f"{name}-{'stream' if stream else 'plain'}")
+    for fault, name in zip(FAULTS, FAULT_IDS, strict=True)
+    for stream in (False, True)
+    if stream or fault.status != 200
+]
+
+
+def _messages(proxy: ProxyServer, *, stream: bool, tools: bool = True) -> dict[str, Any]:
+    """The final message as a dict (streamed through the SDK's accumulator or not)."""
+    kw: dict[str, Any] = {"model": "m", "max_tokens": 256, "messages": MESSAGES_ASK}
+    if tools:
+        kw["tools"] = [MESSAGES_TOOL]
+    with anthropic.Anthropic(base_url=proxy.root, api_key="k", max_retries=0, timeout=20) as client:
+        if not stream:
+            return client.messages.create(**kw).model_dump()  # type: ignore[no-any-return]
+        with client.messages.stream(**kw) as s:
+            list(s)
+            return s.get_final_message().model_dump()  # type: ignore[no-any-return]
+
+
+def _responses(proxy: ProxyServer, *, stream: bool, tools: bool = True) -> dict[str, Any]:
+    kw: dict[str, Any] = {"model": "m", "input": RESPONSES_ASK}
+    if tools:
+        kw["tools"] = [RESPONSES_TOOL]
+    with client_for(proxy) as client:
+        if not stream:
+            return client.responses.create(**kw).model_dump()  # type: ignore[no-any-return]
+        with client.responses.stream(**kw) as s:
+            list(s)
+            return s.get_final_response().model_dump()  # type: ignore[no-any-return]
+
+
+def _call_of(answer: dict[str, Any]) -> dict[str, Any]:
+    for item in answer.get("content") or answer.get("output") or ():
+        if item["type"] == "tool_use":
+            return dict(item["input"])
+        if item["type"] == "function_call":
+            return dict(json.loads(item["arguments"]))
+    raise AssertionError(f"no call in {answer}")
+
+
+@pytest.mark.parametrize("ask", [_messages, _responses], ids=["messages", "responses"])
+@pytest.mark.parametrize(("fault", "stream"), CASES)
+def test_upstream_faults_are_retried(
+    fault: Reply, stream: bool, ask: Any, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(fault, good())
+    assert _call_of(ask(hold, stream=stream)) == {"city": "Paris", "unit": "c"}
+    assert len(upstream.chat_requests) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_an_upstream_client_error_is_the_anthropic_type(
+    stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(Reply.error(400, message="context length exceeded"))
+    with pytest.raises(anthropic.BadRequestError) as info:
+        _messages(hold, stream=stream)
+    assert info.value.body["type"] == "error" and "context length exceeded" in info.value.message
+    assert len(upstream.chat_requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_an_upstream_client_error_is_the_openai_type(
+    stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(Reply.error(400, message="context length exceeded"))
+    with pytest.raises(openai.BadRequestError) as info:
+        _responses(hold, stream=stream)
+    assert "context length exceeded" in info.value.message
+
+
+def test_retries_run_out(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+    upstream.script(*[Reply.error(500) for _ in range(6)])
+    with pytest.raises(anthropic.InternalServerError):
+        _messages(hold, stream=True)
+    with pytest.raises(openai.InternalServerError):
+        _responses(hold, stream=False)
+
+
+def test_a_disconnect_after_visible_text_is_the_protocol_s_failure(
+    hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(Reply.text("The weather ", "in Paris ", "is", disconnect_after=3))
+    with pytest.raises(anthropic.APIStatusError) as info:
+        _messages(hold, stream=True, tools=False)
+    assert info.value.body["type"] == "error" and info.value.body["error"]["code"] == "upstream_error"
+    upstream.script(Reply.text("The weather ", "in Paris ", "is", disconnect_after=3))
+    with client_for(hold) as client:
+        events = list(client.responses.create(model="m", input=RESPONSES_ASK, stream=True))
+    assert events[-1].type == "response.failed" and events[-1].response.error.code == "upstream_error"
+    assert (
+        "".join(e.delta for e in events if e.type == "response.output_text.delta") == "The weather in Paris "
+    )
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/responses"])
+@pytest.mark.parametrize(
+    "body", [b"{not json", b"[1, 2]", b'{"model": "m", "messages": "hi", "max_tokens": 5}']
+)
+def test_bad_requests_are_400s_before_any_upstream_call(
+    path: str, body: bytes, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    r = httpx.post(hold.root + path, content=body, headers={"content-type": "application/json"}, timeout=10)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["message"]
+    if path == "/v1/messages":
+        assert r.json()["type"] == "error" and error["type"] == "invalid_request_error"
+    assert not upstream.chat_requests
