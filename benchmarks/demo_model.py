@@ -104,20 +104,28 @@ def bench(name: str, source: str | Path | None, threads: int, requests: Sequence
     generator = LocalGenerator(model, tokenizer, unenforced="check")
     params = sum(p.numel() for p in model.parameters())
     print(f"\n### {name}: {params / 1e6:.1f}M parameters, loaded in {time.perf_counter() - t0:.1f} s")
-    guarded = []
-    before = generator.stats.as_dict()
-    for request in requests:
+    guarded: list[Outcome] = []
+    plain: list[Outcome] = []
+    g_tokens = g_passes = u_tokens = 0
+    g_seconds = u_seconds = 0.0
+    for i, request in enumerate(requests, 1):  # interleaved, so both decoders see the same machine load
+        before = generator.stats.as_dict()
         guarded.append(run_request(generator, request, tool_choice="required", max_new_tokens=MAX_NEW_TOKENS))
-    after = generator.stats.as_dict()
-    g_tokens = after["tokens_generated"] - before["tokens_generated"]
-    g_passes = after["forward_passes"] - before["forward_passes"]
-    g_seconds = sum(after[k] - before[k] for k in ("forward_seconds", "mask_seconds"))
-    plain, u_tokens, u_seconds = [], 0, 0.0
-    for request in requests:
+        after = generator.stats.as_dict()
+        g_tokens += after["tokens_generated"] - before["tokens_generated"]
+        g_passes += after["forward_passes"] - before["forward_passes"]
+        g_seconds += sum(after[k] - before[k] for k in ("forward_seconds", "mask_seconds"))
         outcome, tokens, seconds = _unguarded(generator, request)
         plain.append(outcome)
         u_tokens += tokens
         u_seconds += seconds
+        g = guarded[-1]
+        print(
+            f"  {i:2d} {request.text[:40]!r}: guarded {g.finish_reason} {json.dumps(g.calls)[:90]} "
+            f"mentions={g.mentions_key}; unguarded calls={len(outcome.calls)} "
+            f"errors={len(outcome.schema_errors)}",
+            flush=True,
+        )
     print(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
         "| decoder | calls parsed | valid calls | right tool | right arguments | answer uses the result "

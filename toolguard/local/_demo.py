@@ -39,12 +39,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._executor import Executor
 from .._loop import AgentLoop, LoopResult
-from .._records import ExecutionRecord
-from .._stream import StreamValidator
-from .._tools import ToolCall, ToolSet
-from ..formats import parse
+from ._demo_display import RAW_MAX_NEW_TOKENS, Display, ObservedExecutor
 from ._demo_tools import demo_toolset
 
 if TYPE_CHECKING:
@@ -67,8 +63,6 @@ Fault = Literal["none", "grammar_off", "grammar_off_no_digits", "schema_off", "r
 #: recognised; the tiny model gets ``TINY_MAX_NEW_TOKENS``).
 DEMO_MAX_NEW_TOKENS = 160
 TINY_MAX_NEW_TOKENS = 96
-#: Tokens one grammar-off turn may generate.
-RAW_MAX_NEW_TOKENS = 96
 #: How the agent loop re-asks after a call it could not read (``toolguard._loop``).
 _UNREADABLE_PREFIX = "Your tool call could not be read"
 #: Logit added to the runaway turn's favoured token: large enough to win every step.
@@ -170,120 +164,10 @@ class DemoSummary:
 # -- the client the agent loop talks to ---------------------------------------------------------------------
 
 
-class _Display:
-    """Prints the run as it happens (rich), and keeps the counters of the summary."""
-
-    def __init__(self, console: Console, toolset: ToolSet) -> None:
-        self.console = console
-        self.toolset = toolset
-        self.turns = self.proposals = self.valid = self.runaways = 0
-        self.tokens = self.forced = 0
-        self.events: list[str] = []
-
-    def event(self, text: str) -> None:
-        self.events.append(text)
-
-    def count(self, generated: int, forced: int) -> None:
-        self.tokens += generated
-        self.forced += forced
-
-    def validate(self, call: ToolCall) -> tuple[bool, str]:
-        if call.name not in self.toolset:
-            return False, f"unknown tool {call.name!r}"
-        validator = StreamValidator(self.toolset[call.name].parameters)
-        verdict = validator.feed(call.arguments)
-        if verdict.state != "rejected":
-            verdict = validator.close()
-        if verdict.state == "rejected" and verdict.error is not None:
-            err = verdict.error
-            return False, f"rejected at offset {err.offset}, path {err.path or '/'}: {err.message}"
-        return True, "valid against the schema"
-
-    def turn(self, label: str, reply: Mapping[str, Any], raw_text: str | None) -> None:
-        from rich.markup import escape
-
-        self.turns += 1
-        choice = reply["choices"][0]
-        message = choice["message"]
-        calls = [ToolCall.from_openai(tc) for tc in message.get("tool_calls") or []]
-        unreadable = []
-        if not calls and raw_text is not None:
-            parsed = parse(raw_text, format="hermes")
-            calls = parsed.tool_calls
-            unreadable = [p.message for p in parsed.problems if p.kind == "malformed"]
-            if not parsed.complete and not unreadable:
-                unreadable = [f"the call never closed (cut at the {RAW_MAX_NEW_TOKENS}-token limit)"]
-        extras = reply.get("toolguard") or {}
-        stats = extras.get("stats") or {}
-        self.tokens += int(stats.get("tokens_generated", 0))
-        self.forced += int(stats.get("tokens_forced", 0))
-        info = f"finish_reason={choice['finish_reason']}"
-        if stats:
-            info += f", {stats.get('tokens_generated', 0)} tokens, {stats.get('tokens_forced', 0)} forced"
-        self.console.print(f"  [bold]model[/] ({escape(label)}; {info})")
-        if raw_text is not None:
-            self.console.print(f"    raw output: [yellow]{escape(raw_text.strip()[:200])}[/]")
-        if raw_text is not None and not calls and not unreadable:
-            self.console.print("    validation: [red]✗[/] no tool call: the model answered without one")
-            self.event("no call")
-        for problem in unreadable:
-            self.proposals += 1
-            self.console.print(f"    validation: [red]✗[/] unreadable: {escape(problem)}")
-            self.event(f"unreadable proposal: {problem}")
-        for call in calls:
-            self.proposals += 1
-            ok, why = self.validate(call)
-            self.valid += ok
-            mark = "[green]✓[/]" if ok else "[red]✗[/]"
-            self.console.print(f"    proposal: [cyan]{escape(call.name)}[/]({escape(call.arguments)})")
-            self.console.print(f"    validation: {mark} {escape(why)}")
-            self.event(f"proposal {call.name} {call.arguments} valid={ok}")
-        content = message.get("content")
-        if content and not calls and raw_text is None:
-            self.console.print(f"    says: {escape(content.strip()[:200])}")
-
-    def runaway(self, info: Mapping[str, Any], action: str) -> None:
-        from rich.markup import escape
-
-        self.runaways += 1
-        unit = escape(repr(info["unit"]))
-        self.console.print(
-            f"    [magenta]runaway stopped[/]: {info['kind']} loop of {unit} ({info['copies']} copies, "
-            f"period {info['period']}) [dim]-> {escape(action)}[/]"
-        )
-        self.event(f"runaway {info['kind']} {info['unit']!r}")
-
-    def record(self, record: ExecutionRecord) -> None:
-        from rich.markup import escape
-
-        colour = {"ok": "green", "invalid": "red", "error": "red", "timeout": "yellow"}[record.status]
-        detail = record.content if record.status == "ok" else (record.error or "")
-        self.console.print(
-            f"  [bold]executor[/]: [{colour}]{record.status}[/] {escape(record.call.name)} "
-            f"({record.attempts} attempt(s), {record.duration * 1000:.1f} ms): "
-            f"{escape(detail[:160])}"
-        )
-        self.event(f"record {record.call.name} {record.status}")
-
-
-class _ObservedExecutor(Executor):
-    """The real ``Executor``; each record is also shown as it is produced."""
-
-    def __init__(self, toolset: ToolSet, display: _Display) -> None:
-        super().__init__(toolset, timeout=10.0)
-        self.display = display
-
-    def execute_all(self, calls: Any) -> list[ExecutionRecord]:
-        records = super().execute_all(calls)
-        for record in records:
-            self.display.record(record)
-        return records
-
-
 class _DemoClient:
     """``client.chat.completions.create(...)`` over a ``LocalGenerator``, following the current plan."""
 
-    def __init__(self, generator: LocalGenerator, display: _Display) -> None:
+    def __init__(self, generator: LocalGenerator, display: Display) -> None:
         self.generator = generator
         self.display = display
         self.plan: list[TurnPlan] = []
@@ -549,7 +433,7 @@ def run_demo(
         (workspace / "drafts").mkdir()
         (workspace / "drafts" / "plan.md").write_text("ship the demo\n")
         (workspace / "notes.txt").write_text("buy milk and eggs\n")
-        display = _Display(console, demo_toolset(tool_sets, workspace))
+        display = Display(console, demo_toolset(tool_sets, workspace))
         client = _DemoClient(generator, display)
         client.max_new_tokens = TINY_MAX_NEW_TOKENS if tiny else DEMO_MAX_NEW_TOKENS
         for i, request in enumerate(requests, 1):
@@ -566,7 +450,7 @@ def run_demo(
                 results.append(None)
                 continue
             client.plan = list(request.plan)
-            loop = AgentLoop(client, _ObservedExecutor(toolset, display), text_format="hermes", max_turns=4)
+            loop = AgentLoop(client, ObservedExecutor(toolset, display), text_format="hermes", max_turns=4)
             result = loop.run(request.text)
             results.append(result)
             console.print(
@@ -578,7 +462,7 @@ def run_demo(
 
 def _summarise(
     console: Console,
-    display: _Display,
+    display: Display,
     requests: Sequence[DemoRequest],
     results: Sequence[LoopResult | None],
     seconds: float,
