@@ -251,9 +251,14 @@ def _tool_choice(choice: Any) -> dict[str, Any]:
 def _usage(usage: Any) -> dict[str, int]:
     usage = usage if isinstance(usage, dict) else {}
     return {
-        "input_tokens": int(usage.get("prompt_tokens") or 0),
-        "output_tokens": int(usage.get("completion_tokens") or 0),
+        "input_tokens": _count(usage.get("prompt_tokens")),
+        "output_tokens": _count(usage.get("completion_tokens")),
     }
+
+
+def _count(value: Any) -> int:
+    """A token count from the upstream's usage (0 for anything that is not a non-negative integer)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def from_chat(completion: dict[str, Any], *, model: str | None = None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import time
 import uuid
 from typing import Any
 
-from ._messages import ProtocolRefusal, _reasoning
+from ._messages import ProtocolRefusal, _count, _reasoning
 
 __all__ = ["DROPPED", "ResponsesStream", "encode_event", "from_chat", "to_chat"]
 
@@ -219,7 +219,7 @@ def _tool_choice(choice: Any) -> Any:
 # -------------------------------------------------------------------------------------------------- answer
 def _usage(usage: Any) -> dict[str, Any]:
     usage = usage if isinstance(usage, dict) else {}
-    i, o = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    i, o = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
     return {
         "input_tokens": i,
         "input_tokens_details": {"cached_tokens": 0},

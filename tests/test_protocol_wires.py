@@ -1,0 +1,133 @@
+"""The Messages and Responses wire modules, sans-IO: any JSON request is a chat request or a refusal.
+
+Property tests over arbitrary JSON (and over requests shaped like each protocol's, with arbitrary values in
+every field): ``to_chat`` never raises anything but ``ProtocolRefusal`` (a 400 naming the field), and what it
+returns is a chat request the proxy's chat path can check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolguard import _messages, _responses
+from toolguard._messages import ProtocolRefusal
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+BLOCK_TYPES = [
+    "text",
+    "image",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "document",
+    "input_text",
+    "output_text",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "message",
+    "input_image",
+]
+
+
+def _block() -> Any:
+    return st.fixed_dictionaries(
+        {"type": st.sampled_from(BLOCK_TYPES)},
+        optional={
+            k: JSON
+            for k in (
+                "text",
+                "id",
+                "name",
+                "input",
+                "content",
+                "tool_use_id",
+                "is_error",
+                "source",
+                "call_id",
+                "arguments",
+                "output",
+                "role",
+                "image_url",
+            )
+        },
+    )
+
+
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "developer", "tool"]) | JSON},
+    optional={"content": st.text(max_size=8) | st.lists(_block(), max_size=3) | JSON, "type": JSON},
+)
+MESSAGES_REQUEST = st.fixed_dictionaries(
+    {"model": JSON, "max_tokens": st.integers() | JSON, "messages": st.lists(MESSAGE, max_size=3) | JSON},
+    optional={
+        "system": JSON,
+        "tools": st.lists(JSON, max_size=2) | JSON,
+        "tool_choice": JSON,
+        "stream": JSON,
+        "stop_sequences": JSON,
+        "thinking": JSON,
+    },
+)
+RESPONSES_REQUEST = st.fixed_dictionaries(
+    {"model": JSON, "input": st.text(max_size=8) | st.lists(MESSAGE | _block(), max_size=3) | JSON},
+    optional={
+        "instructions": JSON,
+        "tools": st.lists(JSON, max_size=2) | JSON,
+        "tool_choice": JSON,
+        "stream": JSON,
+        "text": JSON,
+        "max_output_tokens": JSON,
+        "previous_response_id": JSON,
+    },
+)
+
+
+def _translates_or_refuses(to_chat: Any, body: Any) -> None:
+    try:
+        chat = to_chat(body)
+    except ProtocolRefusal as exc:
+        assert str(exc)
+        return
+    assert isinstance(chat, dict) and isinstance(chat["messages"], list)
+    for message in chat["messages"]:
+        assert message["role"] in ("system", "user", "assistant", "tool")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(JSON, MESSAGES_REQUEST))
+def test_messages_to_chat_translates_or_refuses(body: Any) -> None:
+    _translates_or_refuses(_messages.to_chat, body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(JSON, RESPONSES_REQUEST))
+def test_responses_to_chat_translates_or_refuses(body: Any) -> None:
+    _translates_or_refuses(_responses.to_chat, body)
+
+
+def test_error_bodies_keep_the_status_type() -> None:
+    assert _messages.error_body(429, {"error": {"message": "slow down"}}) == {
+        "type": "error",
+        "error": {"type": "rate_limit_error", "message": "slow down"},
+    }
+    assert _messages.error_body(502, None)["error"]["type"] == "api_error"
+
+
+def test_usage_from_a_careless_upstream_counts_zero() -> None:
+    completion = {
+        "id": "chatcmpl-1",
+        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": "12", "completion_tokens": -1},
+    }
+    assert _messages.from_chat(completion)["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    assert _responses.from_chat(completion, {"model": "m"})["usage"]["total_tokens"] == 0
