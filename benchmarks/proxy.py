@@ -284,10 +284,14 @@ def relay_cpu_per_chunk(repeats: int) -> float:
     return statistics.median(samples) * 1e6
 
 
-def proxy_cpu_per_request(requests: int) -> tuple[float, float]:
+def proxy_cpu_per_request(
+    requests: int, *, path: str = "/v1/chat/completions", request: dict[str, Any] | None = None
+) -> tuple[float, float]:
     """Milliseconds of CPU per streamed request through the whole proxy app in-process (ASGI calls, the
     upstream an ``httpx.MockTransport`` yielding one SSE event per read, as a socket does): for the full
-    stream, and for a minimal one (role, finish, ``[DONE]``) that isolates the fixed per-request cost."""
+    stream, and for a minimal one (role, finish, ``[DONE]``) that isolates the fixed per-request cost.
+    ``path`` and ``request``: another route's request over the same upstream stream (benchmarks/protocols.py).
+    """
     import httpx
 
     from toolguard.proxy import create_app
@@ -303,11 +307,11 @@ def proxy_cpu_per_request(requests: int) -> tuple[float, float]:
             for event in self.events:
                 yield event
 
-    payload = json.dumps(REQUEST).encode()
+    payload = json.dumps(REQUEST if request is None else request).encode()
     scope = {
         "type": "http",
         "method": "POST",
-        "path": "/v1/chat/completions",
+        "path": path,
         "query_string": b"",
         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
     }

@@ -131,3 +131,39 @@ def test_usage_from_a_careless_upstream_counts_zero() -> None:
     }
     assert _messages.from_chat(completion)["usage"] == {"input_tokens": 0, "output_tokens": 0}
     assert _responses.from_chat(completion, {"model": "m"})["usage"]["total_tokens"] == 0
+
+
+_generic = __import__("json").JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+TRICKY = ["plain ", 'a "quoted" \\ back', "é ünï \u2028 line\nbreak", "<tag>&", ""]
+
+
+def _chunks() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"id": "chatcmpl-x", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
+    ]
+    out += [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in TRICKY]
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": '}}
+    out.append({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    out += [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": t}}]}}]}
+        for t in ['"x\\"y', ' é"}']
+    ]
+    out.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return out
+
+
+def test_the_delta_templates_write_the_generic_bytes() -> None:
+    messages = _messages.MessagesStream(model="m")
+    responses = _responses.ResponsesStream({"model": "m"})
+    m_events = [e for c in _chunks() for e in messages.feed(c)] + messages.close()
+    r_events = [e for c in _chunks() for e in responses.feed(c)] + responses.close()
+    assert {name for name, _ in m_events} >= {"content_block_delta"}
+    for name, data in m_events:
+        generic = b"event: " + name.encode() + b"\ndata: " + _generic(data).encode() + b"\n\n"
+        assert _messages.encode_event(name, data) == generic
+    kinds = {data["type"] for data in r_events}
+    assert {"response.output_text.delta", "response.function_call_arguments.delta"} <= kinds
+    for data in r_events:
+        generic = b"event: " + data["type"].encode() + b"\ndata: " + _generic(data).encode() + b"\n\n"
+        assert _responses.encode_event(data) == generic

@@ -318,8 +318,24 @@ def error_body(status: int, openai_body: Any) -> dict[str, Any]:
     return {"type": "error", "error": out}
 
 
+#: The two delta events, one per released chunk, written from a template: the same bytes as the generic
+#: encoding (tests/test_protocol_wires.py), at a fraction of its CPU.
+_DELTAS = {
+    "text_delta": b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
+    b'"delta":{"type":"text_delta","text":%s}}\n\n',
+    "input_json_delta": b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
+    b'"delta":{"type":"input_json_delta","partial_json":%s}}\n\n',
+}
+
+
 def encode_event(name: str, data: dict[str, Any]) -> bytes:
     """One Messages SSE event: ``event: <name>`` and its ``data`` line."""
+    if name == "content_block_delta":
+        delta = data["delta"]
+        template = _DELTAS.get(delta["type"])
+        if template is not None and len(delta) == 2:
+            value = delta["text" if delta["type"] == "text_delta" else "partial_json"]
+            return template % (data["index"], _dumps(value).encode("utf-8"))
     return b"event: " + name.encode() + b"\ndata: " + _dumps(data).encode("utf-8") + b"\n\n"
 
 

@@ -317,9 +317,42 @@ def from_chat(completion: dict[str, Any], request: dict[str, Any]) -> dict[str, 
     return _end(out, choice.get("finish_reason"), bool(message.get("tool_calls")))
 
 
+#: The delta events, one per released chunk, written from a template: the same bytes as the generic
+#: encoding (tests/test_protocol_wires.py), at a fraction of its CPU.
+_TEXT_DELTA = (
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":%d,'
+    b'"item_id":%s,"output_index":%d,"content_index":0,"delta":%s,"logprobs":[]}\n\n'
+)
+_ARGUMENTS_DELTA = (
+    b"event: response.function_call_arguments.delta\ndata: "
+    b'{"type":"response.function_call_arguments.delta","sequence_number":%d,"item_id":%s,"output_index":%d,'
+    b'"delta":%s}\n\n'
+)
+
+
 def encode_event(data: dict[str, Any]) -> bytes:
     """One Responses SSE event: ``event: <type>`` and its ``data`` line."""
-    return b"event: " + str(data["type"]).encode() + b"\ndata: " + _dumps(data).encode("utf-8") + b"\n\n"
+    kind = data["type"]
+    if (
+        kind == "response.output_text.delta"
+        and len(data) == 7
+        and data["content_index"] == 0
+        and data["logprobs"] == []
+    ):
+        return _TEXT_DELTA % (
+            data["sequence_number"],
+            _dumps(data["item_id"]).encode(),
+            data["output_index"],
+            _dumps(data["delta"]).encode("utf-8"),
+        )
+    if kind == "response.function_call_arguments.delta" and len(data) == 5:
+        return _ARGUMENTS_DELTA % (
+            data["sequence_number"],
+            _dumps(data["item_id"]).encode(),
+            data["output_index"],
+            _dumps(data["delta"]).encode("utf-8"),
+        )
+    return b"event: " + str(kind).encode() + b"\ndata: " + _dumps(data).encode("utf-8") + b"\n\n"
 
 
 # -------------------------------------------------------------------------------------------------- stream
