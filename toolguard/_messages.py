@@ -385,9 +385,7 @@ class MessagesStream:
                 out.append(self._delta({"type": "thinking_delta", "thinking": thinking}))
             text = delta.get("content")
             if isinstance(text, str) and text:
-                if self._open != ("text", -1):
-                    out.extend(self._begin(("text", -1), {"type": "text", "text": ""}))
-                out.append(self._delta({"type": "text_delta", "text": text}))
+                out.extend(self._text(text))
             for call in delta.get("tool_calls") or ():
                 index = call.get("index", 0)
                 fn = call.get("function") or {}
@@ -407,6 +405,24 @@ class MessagesStream:
                     out.append(self._delta({"type": "input_json_delta", "partial_json": fragment}))
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]
+        return out
+
+    def text(self, text: str) -> list[tuple[str, dict[str, Any]]]:
+        """``feed`` of a chunk whose delta is ``{"content": text}`` alone (the proxy's fast path)."""
+        if self._ended or not text:
+            return []
+        return self._start(None) + self._text(text)
+
+    def arguments(self, index: int, fragment: str) -> list[tuple[str, dict[str, Any]]]:
+        """``feed`` of a chunk whose delta continues call ``index``'s arguments alone (the fast path)."""
+        if self._ended or self._open != ("tool", index) or not fragment:
+            call = {"index": index, "function": {"arguments": fragment}}
+            return self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})
+        return [self._delta({"type": "input_json_delta", "partial_json": fragment})]
+
+    def _text(self, text: str) -> list[tuple[str, dict[str, Any]]]:
+        out = [] if self._open == ("text", -1) else self._begin(("text", -1), {"type": "text", "text": ""})
+        out.append(self._delta({"type": "text_delta", "text": text}))
         return out
 
     def close(self) -> list[tuple[str, dict[str, Any]]]:

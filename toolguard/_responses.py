@@ -402,30 +402,7 @@ class ResponsesStream:
                 )
             text = delta.get("content")
             if isinstance(text, str) and text:
-                if self._open is None or self._open[0] != "message":
-                    out.extend(self._add("message", -1, _message_item("", _id("msg_"), "in_progress")))
-                    item = self._open[2]  # type: ignore[index]
-                    out.append(
-                        self._event(
-                            "response.content_part.added",
-                            item_id=item["id"],
-                            output_index=len(self._items),
-                            content_index=0,
-                            part={"type": "output_text", "text": "", "annotations": []},
-                        )
-                    )
-                self._text.append(text)
-                item = self._open[2]  # type: ignore[index]
-                out.append(
-                    self._event(
-                        "response.output_text.delta",
-                        item_id=item["id"],
-                        output_index=len(self._items),
-                        content_index=0,
-                        delta=text,
-                        logprobs=[],
-                    )
-                )
+                out.extend(self._text_events(text))
             for call in delta.get("tool_calls") or ():
                 index = call.get("index", 0)
                 fn = call.get("function") or {}
@@ -439,19 +416,61 @@ class ResponsesStream:
                     out.extend(self._add("call", index, item))
                 fragment = fn.get("arguments")
                 if isinstance(fragment, str) and fragment:
-                    item = self._open[2]  # type: ignore[index]
-                    item["arguments"] += fragment
-                    out.append(
-                        self._event(
-                            "response.function_call_arguments.delta",
-                            item_id=item["id"],
-                            output_index=len(self._items),
-                            delta=fragment,
-                        )
-                    )
+                    out.append(self._arguments_event(fragment))
             if choice.get("finish_reason"):
                 self._finish = choice["finish_reason"]
         return out
+
+    def text(self, text: str) -> list[dict[str, Any]]:
+        """``feed`` of a chunk whose delta is ``{"content": text}`` alone (the proxy's fast path)."""
+        if self._ended or not text:
+            return []
+        return self._start() + self._text_events(text)
+
+    def arguments(self, index: int, fragment: str) -> list[dict[str, Any]]:
+        """``feed`` of a chunk whose delta continues call ``index``'s arguments alone (the fast path)."""
+        if self._ended or self._open is None or self._open[:2] != ("call", index) or not fragment:
+            call = {"index": index, "function": {"arguments": fragment}}
+            return self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})
+        return [self._arguments_event(fragment)]
+
+    def _text_events(self, text: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self._open is None or self._open[0] != "message":
+            out.extend(self._add("message", -1, _message_item("", _id("msg_"), "in_progress")))
+            part = {"type": "output_text", "text": "", "annotations": []}
+            out.append(
+                self._event(
+                    "response.content_part.added",
+                    item_id=self._open[2]["id"],  # type: ignore[index]
+                    output_index=len(self._items),
+                    content_index=0,
+                    part=part,
+                )
+            )
+        self._text.append(text)
+        item = self._open[2]  # type: ignore[index]
+        out.append(
+            self._event(
+                "response.output_text.delta",
+                item_id=item["id"],
+                output_index=len(self._items),
+                content_index=0,
+                delta=text,
+                logprobs=[],
+            )
+        )
+        return out
+
+    def _arguments_event(self, fragment: str) -> dict[str, Any]:
+        item = self._open[2]  # type: ignore[index]
+        item["arguments"] += fragment
+        return self._event(
+            "response.function_call_arguments.delta",
+            item_id=item["id"],
+            output_index=len(self._items),
+            delta=fragment,
+        )
 
     def close(self) -> list[dict[str, Any]]:
         """The chat stream's end (``[DONE]``): finish the open item, then ``response.completed``."""

@@ -78,10 +78,26 @@ Wire = _Messages | _Responses
 ROUTES: dict[str, type[Wire]] = {"/v1/messages": _Messages, "/v1/responses": _Responses}
 
 
+# The bytes ``toolguard._openai.ChunkWriter`` writes around a text run and an arguments fragment (the fast
+# path reads them; any other chunk, or another writer's, is read with json.loads).
+_CONTENT = '{"content":'
+_TAIL = '},"logprobs":null,"finish_reason":null}]}'
+_ARGUMENTS = '{"tool_calls":[{"index":'
+_ARGUMENTS_MID = ',"function":{"arguments":'
+_ARGUMENTS_TAIL = "}}]" + _TAIL
+
+
+def _writer_prefix(data: str) -> str:
+    """The bytes before a chunk's delta (``id``, ``object``, ``created``, ``model``...: the same for every
+    chunk of one response), or ``""`` when ``data`` is not shaped as the writer writes it."""
+    at = data.find(',"choices":[{"index":0,"delta":')
+    return data[: at + 31] if data.startswith('{"id":') and at > 0 else ""
+
+
 class _Translating:
     """``send`` for the chat handler: what it sends, translated into the protocol's own form."""
 
-    __slots__ = ("_body", "_decoder", "_headers", "_inner", "_status", "_wire")
+    __slots__ = ("_body", "_decoder", "_headers", "_inner", "_prefix", "_status", "_wire")
 
     def __init__(self, inner: Any, wire: Wire) -> None:
         self._inner = inner  # the app's _Responder
@@ -90,6 +106,7 @@ class _Translating:
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._decoder: SSEDecoder | None = None
+        self._prefix = ""  # the chat writer's bytes before each delta, learnt from the first chunk
 
     @property
     def started(self) -> bool:
@@ -130,16 +147,46 @@ class _Translating:
         if not more:
             events += self._decoder.close()
         out: list[Any] = []
+        stream = self._wire.stream
         for event in events:
-            if event.data == "[DONE]":
-                out.extend(self._wire.stream.close())
+            data = event.data
+            if data == "[DONE]":
+                out.extend(stream.close())
                 continue
+            if self._prefix and data.startswith(self._prefix):
+                fast = self._fast(stream, data)
+                if fast is not None:
+                    out.extend(fast)
+                    continue
             try:
-                obj = json.loads(event.data)
+                obj = json.loads(data)
             except ValueError:
                 continue
-            out.extend(self._wire.stream.feed(obj))
+            if not self._prefix:
+                self._prefix = _writer_prefix(data)
+            out.extend(stream.feed(obj))
         await self._inner({"type": "http.response.body", "body": self._wire.encode(out), "more_body": more})
+
+    def _fast(self, stream: Any, data: str) -> list[Any] | None:
+        """The events of a chunk whose delta is one text run or one arguments fragment, read without
+        ``json.loads`` of the whole chunk (``None``: any other chunk, read in full). Sound whatever the
+        chunk: the writer's fixed bytes must surround one JSON string (and a decimal index)."""
+        rest = data[len(self._prefix) :]
+        if not rest.endswith(_TAIL):
+            return None
+        try:
+            if rest.startswith(_CONTENT):
+                text = json.loads(rest[len(_CONTENT) : -len(_TAIL)])
+                return stream.text(text) if isinstance(text, str) else None
+            if rest.startswith(_ARGUMENTS) and rest.endswith(_ARGUMENTS_TAIL):
+                index, sep, value = rest[len(_ARGUMENTS) : -len(_ARGUMENTS_TAIL)].partition(_ARGUMENTS_MID)
+                if not (sep and index.isdigit() and index.isascii()):
+                    return None
+                fragment = json.loads(value)
+                return stream.arguments(int(index), fragment) if isinstance(fragment, str) else None
+        except ValueError:
+            return None
+        return None
 
     async def _finish_json(self) -> None:
         raw = b"".join(self._body)
