@@ -296,3 +296,34 @@ def test_reasoning_is_a_thinking_block_never_judged(
     assert message.content[0].thinking == REASONING
     assert message.content[1].input == {"city": "Paris"} and message.stop_reason == "tool_use"
     assert len(upstream.chat_requests) == 1
+
+
+def test_the_sdk_s_api_key_goes_upstream_as_the_bearer_token(
+    hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(good())
+    with anthropic.Anthropic(base_url=hold.root, api_key="sk-ant-test", max_retries=0, timeout=20) as client:
+        client.messages.create(model="m", max_tokens=64, messages=ASK, tools=[TOOL])
+    headers = {k.lower(): v for k, v in upstream.chat_requests[0].headers.items()}
+    assert headers["authorization"] == "Bearer sk-ant-test"
+    assert "x-api-key" not in headers and not [k for k in headers if k.startswith("anthropic-")]
+
+
+def test_with_a_proxy_token_the_sdk_s_api_key_stays_here(make_proxy: Any, upstream: ScriptedUpstream) -> None:
+    proxy = make_proxy(upstream=upstream.base_url, auth_token="team-token")
+    upstream.script(good())
+    with anthropic.Anthropic(
+        base_url=proxy.root,
+        auth_token="team-token",
+        default_headers={"x-api-key": "sk-ant-test"},
+        max_retries=0,
+        timeout=20,
+    ) as client:
+        client.messages.create(model="m", max_tokens=64, messages=ASK, tools=[TOOL])
+    headers = {k.lower(): v for k, v in upstream.chat_requests[0].headers.items()}
+    assert "x-api-key" not in headers and "authorization" not in headers
+    with (
+        anthropic.Anthropic(base_url=proxy.root, api_key="sk-ant-test", max_retries=0) as client,
+        pytest.raises(anthropic.AuthenticationError),
+    ):
+        client.messages.create(model="m", max_tokens=64, messages=ASK, tools=[TOOL])

@@ -212,6 +212,26 @@ class _Translating:
         await send_json(self._inner, status, self._wire.error_body(status, obj), headers=self._headers)
 
 
+def _upstream_headers(app: ProxyApp, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A Messages client's headers for the chat upstream. Its ``x-api-key`` is its credential for this
+    endpoint: sent upstream as the bearer token where the client's own ``Authorization`` would be (no
+    ``upstream_api_key``, no ``auth_token``), else dropped; ``anthropic-*`` headers (the SDK's version and
+    betas) belong to the Messages protocol, not to the chat upstream: dropped."""
+    key: str | None = None
+    out: list[tuple[str, str]] = []
+    for k, v in headers:
+        name = k.lower()
+        if name == "x-api-key":
+            key = v
+        elif not name.startswith("anthropic-"):
+            out.append((k, v))
+    config = app.config
+    has_authorization = any(k.lower() == "authorization" for k, _ in out)
+    if key and not has_authorization and not config.upstream_api_key and not config.auth_token:
+        out.append(("authorization", f"Bearer {key}"))
+    return out
+
+
 async def serve(
     app: ProxyApp,
     wire_type: type[Wire],
@@ -240,6 +260,8 @@ async def serve(
     except _messages.ProtocolRefusal as exc:
         await send_json(send, 400, wire.error_body(400, {"error": {"message": str(exc), "param": exc.param}}))
         return
+
+    headers = _upstream_headers(app, headers) if wire_type is _Messages else headers
 
     async def work() -> None:
         await handle_chat(app, _dumps(chat).encode("utf-8"), headers, deadline, out)
