@@ -327,3 +327,22 @@ def test_with_a_proxy_token_the_sdk_s_api_key_stays_here(make_proxy: Any, upstre
         pytest.raises(anthropic.AuthenticationError),
     ):
         client.messages.create(model="m", max_tokens=64, messages=ASK, tools=[TOOL])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_parallel_calls_are_tool_use_blocks_in_order(
+    stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    from tests.support import Call
+
+    upstream.script(
+        Reply.calls(
+            Call("get_weather", ('{"city": ', '"Paris"}')), Call("get_weather", ('{"city": "Rome"}',))
+        )
+    )
+    message = _stream(hold)[1] if stream else _create(hold).parse()
+    assert [(b.type, b.input) for b in message.content] == [
+        ("tool_use", {"city": "Paris"}),
+        ("tool_use", {"city": "Rome"}),
+    ]
+    assert message.content[0].id != message.content[1].id and message.stop_reason == "tool_use"

@@ -269,3 +269,20 @@ def test_reasoning_is_a_reasoning_item_never_judged(
     assert response.output[0].content[0].text == REASONING
     assert json.loads(response.output[1].arguments) == {"city": "Paris"}
     assert len(upstream.chat_requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_parallel_calls_are_function_call_items_in_order(
+    stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    from tests.support import Call
+
+    upstream.script(
+        Reply.calls(
+            Call("get_weather", ('{"city": ', '"Paris"}')), Call("get_weather", ('{"city": "Rome"}',))
+        )
+    )
+    response = _stream(hold)[1] if stream else _create(hold).parse()
+    calls = _calls(response)
+    assert [json.loads(c.arguments) for c in calls] == [{"city": "Paris"}, {"city": "Rome"}]
+    assert calls[0].call_id != calls[1].call_id
