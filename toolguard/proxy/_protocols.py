@@ -15,6 +15,7 @@ pass through it and arrive translated too. No rule lives here. Work: O(bytes mov
 from __future__ import annotations
 
 import json
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any
 
 from .. import _messages, _responses
@@ -85,6 +86,17 @@ _TAIL = '},"logprobs":null,"finish_reason":null}]}'
 _ARGUMENTS = '{"tool_calls":[{"index":'
 _ARGUMENTS_MID = ',"function":{"arguments":'
 _ARGUMENTS_TAIL = "}}]" + _TAIL
+
+
+def _string(data: str, start: int, end: int) -> str | None:
+    """The JSON string that fills ``data[start:end]`` exactly, or ``None`` (json's own C scanner)."""
+    if start >= end or data[start] != '"':
+        return None
+    try:
+        value, stop = scanstring(data, start + 1)
+    except ValueError:
+        return None
+    return value if stop == end else None
 
 
 def _writer_prefix(data: str) -> str:
@@ -170,22 +182,21 @@ class _Translating:
     def _fast(self, stream: Any, data: str) -> list[Any] | None:
         """The events of a chunk whose delta is one text run or one arguments fragment, read without
         ``json.loads`` of the whole chunk (``None``: any other chunk, read in full). Sound whatever the
-        chunk: the writer's fixed bytes must surround one JSON string (and a decimal index)."""
-        rest = data[len(self._prefix) :]
-        if not rest.endswith(_TAIL):
+        chunk: the writer's fixed bytes must surround exactly one JSON string (and a decimal index)."""
+        start = len(self._prefix)
+        if not data.endswith(_TAIL):
             return None
-        try:
-            if rest.startswith(_CONTENT):
-                text = json.loads(rest[len(_CONTENT) : -len(_TAIL)])
-                return stream.text(text) if isinstance(text, str) else None
-            if rest.startswith(_ARGUMENTS) and rest.endswith(_ARGUMENTS_TAIL):
-                index, sep, value = rest[len(_ARGUMENTS) : -len(_ARGUMENTS_TAIL)].partition(_ARGUMENTS_MID)
-                if not (sep and index.isdigit() and index.isascii()):
-                    return None
-                fragment = json.loads(value)
-                return stream.arguments(int(index), fragment) if isinstance(fragment, str) else None
-        except ValueError:
-            return None
+        if data.startswith(_CONTENT, start):
+            text = _string(data, start + len(_CONTENT), len(data) - len(_TAIL))
+            return None if text is None else stream.text(text)
+        if data.startswith(_ARGUMENTS, start) and data.endswith(_ARGUMENTS_TAIL):
+            at = start + len(_ARGUMENTS)
+            mid = data.find(_ARGUMENTS_MID, at)
+            index = data[at:mid]
+            if mid < 0 or not (index.isdigit() and index.isascii()):
+                return None
+            fragment = _string(data, mid + len(_ARGUMENTS_MID), len(data) - len(_ARGUMENTS_TAIL))
+            return None if fragment is None else stream.arguments(int(index), fragment)
         return None
 
     async def _finish_json(self) -> None:
