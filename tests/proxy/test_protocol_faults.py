@@ -8,6 +8,8 @@ or reads the protocol's own failure event.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -18,6 +20,7 @@ from tests.support import Reply, ScriptedUpstream
 
 from .conftest import client_for
 from .helpers import good
+from .hostile_upstream import Fault, HostileUpstream
 from .proxy_server import ProxyServer
 from .test_messages import ASK as MESSAGES_ASK
 from .test_messages import TOOL as MESSAGES_TOOL
@@ -146,3 +149,29 @@ def test_bad_requests_are_400s_before_any_upstream_call(
     if path == "/v1/messages":
         assert r.json()["type"] == "error" and error["type"] == "invalid_request_error"
     assert not upstream.chat_requests
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/messages", {"model": "m", "max_tokens": 64, "messages": MESSAGES_ASK, "stream": True}),
+        ("/v1/responses", {"model": "m", "input": RESPONSES_ASK, "stream": True}),
+    ],
+)
+def test_a_client_disconnect_closes_the_upstream_stream(
+    path: str, body: dict[str, Any], make_proxy: Callable[..., ProxyServer]
+) -> None:
+    with HostileUpstream(lambda n, body: Fault("drip", events=500, delay=0.01)) as drip:
+        proxy = make_proxy(upstream=drip.base_url)
+        with httpx.stream("POST", proxy.root + path, timeout=10, json=body) as r:
+            assert r.status_code == 200
+            for line in r.iter_lines():
+                if "tick" in line:
+                    break  # leave after the first text delta
+        deadline = time.monotonic() + 5
+        while drip.aborted == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert drip.aborted == 1  # the proxy hung up on the upstream: no more tokens paid for
+        metrics = httpx.get(proxy.root + "/metrics").text
+        assert "toolguard_streams_open 0" in metrics
+        assert "toolguard_client_disconnects_total 1" in metrics
