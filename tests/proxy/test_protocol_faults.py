@@ -175,3 +175,18 @@ def test_a_client_disconnect_closes_the_upstream_stream(
         metrics = httpx.get(proxy.root + "/metrics").text
         assert "toolguard_streams_open 0" in metrics
         assert "toolguard_client_disconnects_total 1" in metrics
+
+
+CALL_TEXT = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("ask", [_messages, _responses], ids=["messages", "responses"])
+def test_a_call_written_as_text_is_delivered_as_a_call(
+    ask: Any, stream: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.script(Reply.text("Let me look.\n", CALL_TEXT))
+    answer = ask(hold, stream=stream)
+    assert _call_of(answer) == {"city": "Paris", "unit": "c"}
+    assert "tool_call>" not in json.dumps(answer)
+    assert len(upstream.chat_requests) == 1
