@@ -209,8 +209,8 @@ class Outcome:
 
     @property
     def mentions_key(self) -> bool:
-        if self.result is None or self.answer is None:
-            return False
+        if self.result is None or self.answer is None or not self.right_tool:
+            return False  # the key value is read the request's way, from the result of the tool it expects
         return self.request.key(self.result).lower() in self.answer.lower()
 
 
