@@ -209,7 +209,7 @@ class Outcome:
 
     @property
     def mentions_key(self) -> bool:
-        if self.result is None or self.answer is None or not self.right_tool:
+        if self.result is None or "error" in self.result or self.answer is None or not self.right_tool:
             return False  # the key value is read the request's way, from the result of the tool it expects
         return self.request.key(self.result).lower() in self.answer.lower()
 
@@ -252,7 +252,10 @@ def run_request(
     if not calls or outcome.schema_errors:
         outcome.answer = choice["message"].get("content")
         return outcome
-    outcome.result = run_fake_tool(calls[0]["name"], calls[0]["arguments"])
+    try:
+        outcome.result = run_fake_tool(calls[0]["name"], calls[0]["arguments"])
+    except Exception as exc:  # a valid call the backend refuses ("evaluate .* 7"): the model hears why
+        outcome.result = {"error": f"{type(exc).__name__}: {exc}"}
     messages += [
         {"role": "assistant", "content": None, "tool_calls": raw_calls[:1]},
         {"role": "tool", "tool_call_id": raw_calls[0]["id"], "content": json.dumps(outcome.result)},
