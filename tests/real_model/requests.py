@@ -211,7 +211,11 @@ class Outcome:
     def mentions_key(self) -> bool:
         if self.result is None or "error" in self.result or self.answer is None or not self.right_tool:
             return False  # the key value is read the request's way, from the result of the tool it expects
-        return self.request.key(self.result).lower() in self.answer.lower()
+        try:
+            key = self.request.key(self.result)
+        except (KeyError, IndexError, TypeError):  # the right tool, other options (statistics' measures)
+            return False
+        return key.lower() in self.answer.lower()
 
 
 def _same(got: Any, want: Any) -> bool:
