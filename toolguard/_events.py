@@ -41,9 +41,10 @@ class ToolCallDelta:
 
 @dataclass(frozen=True, slots=True)
 class TokenDelta:
-    """One token sampled by a local model: its id and its decoded text."""
+    """One token sampled by a local model: its id (``None`` where the text is not one token's: a step that
+    decoded several, or a door feeding raw text) and its decoded text."""
 
-    token_id: int
+    token_id: int | None
     text: str
 
 

@@ -95,7 +95,7 @@ class TextTurn:
             return _NOTHING
         self._raw.append(text)
         # Text without token ids: the detector's id-based rule stays off, so every chunking agrees.
-        verdict = self._guard.feed(TokenDelta(None, text))  # type: ignore[arg-type]
+        verdict = self._guard.feed(TokenDelta(None, text))
         if verdict.kind == "runaway" and verdict.where == "tokens":
             return self._stop(verdict)
         return self._release(verdict)
@@ -113,8 +113,8 @@ class TextTurn:
         pieces = self._gate.parsed(verdict)
         if not pieces:
             return _NOTHING
-        fresh = "".join(p.text for p in pieces if type(p) is Text)  # type: ignore[union-attr]
-        calls = tuple(ToolCall(p.name, p.arguments, p.id) for p in pieces if type(p) is CallStart)  # type: ignore[union-attr]
+        fresh = "".join(p.text for p in pieces if type(p) is Text)
+        calls = tuple(ToolCall(p.name, p.arguments, p.id) for p in pieces if type(p) is CallStart)
         self._calls_out += len(calls)
         return Release(fresh, calls)
 

@@ -562,7 +562,8 @@ def explain_unsatisfiable(schema: Any, path: str = "", depth: int = 0) -> str | 
         a, b = schema.get(low), schema.get(high)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > b:
             return f"{path or '/'}: {low} {a} is greater than {high} {b}"
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    listed = schema.get("properties")
+    props: dict[str, Any] = listed if isinstance(listed, dict) else {}
     for name in schema.get("required") or ():
         if not isinstance(name, str):
             continue

@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._choice import parse_tool_choice
 from .._events import ContentDelta, Finish, TokenDelta
@@ -244,7 +244,8 @@ class LocalGenerator:
         length = len(prompt)
         rng = _ids_rng(seed)
         run.turn = turn = TurnEvents(self.separators, lambda: _call_id(rng))
-        detector = self.runaway or _NoRunaway
+        # _NoRunaway has the one method the Guard calls (push): a detector in all but name
+        detector = cast("Callable[[], RunawayDetector]", self.runaway or _NoRunaway)
         run.guard = guard = Guard(grammar.toolset, tool_choice=tool_choice, detector=detector)
         n_vocab = grammar.n_vocab
         ends = set(grammar.end_ids)

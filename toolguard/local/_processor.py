@@ -154,7 +154,8 @@ def as_toolset(tools: Any) -> ToolSet:
                 return ToolSet.from_openai(tools)  # raises again, with the entry's index in the message
             _remember(_TOOLS, entry_key, tool, TOOL_CACHE_SIZE)
         built.append(tool)
-    return _remember(_TOOLSETS, key, ToolSet(built))
+    toolset: ToolSet = _remember(_TOOLSETS, key, ToolSet(built))
+    return toolset
 
 
 def build_turn_grammar(
@@ -236,7 +237,8 @@ def _build_turn_grammar(
                                                   strip_annotations=True)))
             if lost:
                 dropped[name] = lost
-        opts = dict(separators=separators, close_objects=close_objects, lenient=unenforced == "check")
+        opts: dict[str, Any] = dict(separators=separators, close_objects=close_objects,
+                                    lenient=unenforced == "check")
         try:
             compiled = compile_call_grammar(eng, vocab, spec_for(prepared, **opts), vocab.size,
                                             timeout=compile_timeout)

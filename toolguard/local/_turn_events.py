@@ -55,9 +55,9 @@ class TurnEvents:
 
     def open_call(self) -> tuple[str, str] | None:
         """``(name, arguments so far)`` of the last call if its name is known (for a truncated call)."""
-        if not self._calls or self._calls[-1].name is None:
+        call = self._calls[-1] if self._calls else None
+        if call is None or call.name is None:
             return None
-        call = self._calls[-1]
         return call.name, call.head
 
     def step(self, state: Any, *, final: bool = False) -> list[Any]:

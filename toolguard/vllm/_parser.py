@@ -132,7 +132,7 @@ class _Request:
             raise VLLMValidationError(f"toolguard: {exc}", parameter="tools") from exc
 
 
-class ToolguardToolParser(ToolParser):
+class ToolguardToolParser(ToolParser):  # type: ignore[misc]  # vLLM ships no type information
     """toolguard's tool parser for vLLM (see the module docstring). Registered as ``toolguard``."""
 
     # required/named calls go through extract_tool_calls too (vLLM's own JSON path is not used)

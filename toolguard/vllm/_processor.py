@@ -150,7 +150,7 @@ def _force(logits: torch.Tensor, token: int) -> None:
     logits[token] = 0.0
 
 
-class RunawayProcessor(LogitsProcessor):
+class RunawayProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM ships no type information
     """vLLM v1 logits processor stopping repetition loops (see the module docstring).
 
     ``--logits-processors toolguard.vllm:RunawayProcessor``; per request ``vllm_xargs: {"toolguard_runaway":
