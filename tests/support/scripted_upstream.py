@@ -1,7 +1,9 @@
 """``ScriptedUpstream``: a FAKE OpenAI-compatible model server for tests. It is not a model.
 
 It is a real uvicorn server running in a thread on ``127.0.0.1`` (a free port), serving
-``POST /v1/chat/completions`` (stream and non-stream) and ``GET /v1/models``. Each request pops the next
+``POST /v1/chat/completions`` (stream and non-stream), ``POST /v1/messages`` (Anthropic Messages,
+non-stream: the same scripted reply as a ``message`` with ``text``/``tool_use`` blocks) and
+``GET /v1/models``. Each request pops the next
 scripted ``Reply`` from a queue and renders it exactly as OpenAI does: a ``chat.completion`` JSON body, or an
 SSE stream of ``chat.completion.chunk`` objects framed as ``data: {json}\\n\\n`` ... ``data: [DONE]\\n\\n``.
 Every request is recorded (``upstream.requests``) so a test can assert what a re-ask carried.
@@ -232,6 +234,16 @@ class ScriptedUpstream:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
     @property
+    def messages_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/v1/messages")]
+
+    @property
+    def root(self) -> str:
+        """The server's root URL (the anthropic SDK's ``base_url``: it adds ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
@@ -295,7 +307,8 @@ class ScriptedUpstream:
                 model["owned_by"] = self.owned_by
             await _send_json(send, 200, {"object": "list", "data": [model]})
             return
-        if not path.endswith("/chat/completions"):
+        messages = path.endswith("/v1/messages")
+        if not messages and not path.endswith("/chat/completions"):
             await _send_json(send, 404, _error_body(f"ScriptedUpstream serves no {path}", "not_found"))
             return
         with self._lock:
@@ -311,6 +324,15 @@ class ScriptedUpstream:
             await _send_json(send, reply.status, _error_body(reply.error_message, "scripted"), reply.headers)
             return
         stream = isinstance(body, dict) and bool(body.get("stream"))
+        if messages:
+            if stream:
+                await _send_json(send, 400, _error_body("ScriptedUpstream streams no Messages", "scripted"))
+                return
+            call_ids = (f"toolu_{next(self._ids)}" for _ in itertools.count())
+            await _send_json(
+                send, 200, _anthropic_message(reply, f"msg_scripted_{next(self._ids)}", call_ids)
+            )
+            return
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
         call_ids = (f"call_{next(self._ids)}" for _ in itertools.count())
         if stream:
@@ -386,6 +408,34 @@ def _completion(reply: Reply, completion_id: str, call_ids: Iterator[str]) -> di
             {"index": 0, "message": reply.message(call_ids), "logprobs": None, "finish_reason": reply.finish}
         ],
         "usage": _usage(reply),
+    }
+
+
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def _anthropic_message(reply: Reply, message_id: str, call_ids: Iterator[str]) -> dict[str, Any]:
+    """The reply as Anthropic's Messages API answers: ``text`` and ``tool_use`` blocks (``input`` parsed:
+    the Messages wire has no unparsed arguments, so a reply whose arguments are not JSON cannot be sent)."""
+    message = reply.message(call_ids)
+    content: list[dict[str, Any]] = []
+    if message.get("content"):
+        content.append({"type": "text", "text": message["content"]})
+    for call in message.get("tool_calls") or ():
+        fn = call["function"]
+        content.append(
+            {"type": "tool_use", "id": call["id"], "name": fn["name"], "input": json.loads(fn["arguments"])}
+        )
+    usage = _usage(reply)
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": content,
+        "stop_reason": _STOP_REASONS.get(reply.finish, "end_turn"),
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from .._exceptions import UsageError
 from .._policy import DEFAULT_POLICY, Policy
 from .._reask import FlowEvent, RetryFlow
+from ._anthropic import AsyncGuardedAnthropic, GuardedAnthropic, is_anthropic
 from ._drivers import AsyncGuardedStream, GuardedStream, create_async, create_sync
 from ._engine import ClientEngines
 
@@ -38,19 +39,24 @@ def wrap(
     """Guard every chat completion made through ``client``.
 
     ``client``: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (any OpenAI-compatible endpoint: vLLM,
-    llama.cpp, Ollama, OpenAI), or a ``toolguard.local.LocalGenerator``. ``policy``: retries and stream
-    mode (``toolguard.Policy``). ``on_event``: called with each ``FlowEvent`` (attempts, verdicts,
-    backoffs, retries, give-ups). ``engine`` (``"auto"``: detected once with ``client.models.list()``),
-    ``engine_constraints`` (``"auto"`` | ``"off"``) and ``engine_call_format``: vLLM and SGLang get the
-    whole-turn structural tag, a refused one is dropped, a vLLM without a tool parser is served anyway (see
+    llama.cpp, Ollama, OpenAI), a ``toolguard.local.LocalGenerator``, or an ``anthropic.Anthropic`` /
+    ``anthropic.AsyncAnthropic`` (``messages.create``, non-stream, returns ``anthropic.types.Message``).
+    ``policy``: retries and stream mode (``toolguard.Policy``). ``on_event``: called with each
+    ``FlowEvent`` (attempts, verdicts, backoffs, retries, give-ups). ``engine`` (``"auto"``: detected
+    once with ``client.models.list()``), ``engine_constraints`` (``"auto"`` | ``"off"``) and
+    ``engine_call_format``: vLLM and SGLang get the whole-turn structural tag, a refused one is dropped, a
+    vLLM without a tool parser is served anyway (see
     ``toolguard.engines.EngineMemory``).
 
     The result's ``chat.completions.create(..., tools=..., stream=...)`` returns what the SDK returns; it
     raises ``ToolCallRejected``, ``RunawayGeneration`` or ``TruncatedToolCall`` when the policy's retries are
     spent, and the SDK's own errors for upstream failures it could not retry away.
     """
-    if isinstance(client, GuardedClient | AsyncGuardedClient):
+    if isinstance(client, GuardedClient | AsyncGuardedClient | GuardedAnthropic):
         raise UsageError("this client is already wrapped by toolguard")
+    if is_anthropic(client):
+        cls_a = AsyncGuardedAnthropic if type(client).__name__.startswith("Async") else GuardedAnthropic
+        return cls_a(client, policy=policy, on_event=on_event)
     if _is_local_generator(client):
         from ._local import LocalCompletions
 
