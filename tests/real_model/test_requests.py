@@ -9,7 +9,7 @@ grammar makes its calls valid, not wise. Under ``auto`` SmolLM2 answers in prose
 support, and it does not take up the tools toolguard renders into the system message): any call it opens
 must still be valid and terminated, and the rate is reported, not required (0 of 30 on 2 Dec 2026).
 
-Cost: about 9 minutes for tests/real_model on the shared 2-core machine at load 2-3 (30 call turns + 25 answer
+Cost: about 9 minutes for these tests on the shared 2-core machine at load 2-3 (30 call turns + 25 answer
 turns + 30 auto turns + the serve test), plus a one-off 25 s conversion on a machine with an empty cache.
 """
 
