@@ -26,7 +26,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolguard.local._fixtures import END_OF_TEXT, IM_END, IM_START, TOOL_TOKENS, build_tokenizer
+from toolguard.local._fixtures import (
+    CHAT_TEMPLATE_TURNS,
+    END_OF_TEXT,
+    IM_END,
+    IM_START,
+    TOOL_TOKENS,
+    build_tokenizer,
+)
 
 from .synthetic import (
     _SMALL_TALK,
@@ -70,30 +77,7 @@ DEMO_CHAT_TEMPLATE = (
     "{% set f = tool['function'] if tool['function'] is defined else tool %}"
     "{{ nl }}{{ f['name'] }}"
     "{% endfor %}{{ nl }}</tools><|im_end|>\n"
-    "{% elif ns.system %}"
-    "<|im_start|>system\n{{ ns.system }}<|im_end|>{{ nl }}"
-    "{% endif %}"
-    "{% for m in messages %}"
-    "{% if m['role'] == 'system' %}"
-    "{% elif m['role'] == 'tool' %}"
-    "<|im_start|>user\n<tool_response>\n{{ m['content'] }}\n</tool_response><|im_end|>{{ nl }}"
-    "{% elif m['role'] == 'assistant' and m['tool_calls'] is defined and m['tool_calls'] %}"
-    "<|im_start|>assistant\n"
-    "{% if m['content'] %}{{ m['content'] }}{{ nl }}{% endif %}"
-    "{% for tc in m['tool_calls'] %}"
-    "{% set f = tc['function'] if tc['function'] is defined else tc %}"
-    "{% if not loop.first %}{{ nl }}{% endif %}"
-    '<tool_call>\n{"name": "{{ f["name"] }}", "arguments": '
-    "{% if f['arguments'] is string %}{{ f['arguments'] }}{% else %}{{ f['arguments'] | tojson }}{% endif %}"
-    "}{{ nl }}</tool_call>"
-    "{% endfor %}"
-    "<|im_end|>{{ nl }}"
-    "{% else %}"
-    "<|im_start|>{{ m['role'] }}\n{{ m['content'] if m['content'] else '' }}<|im_end|>{{ nl }}"
-    "{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
-)
+) + CHAT_TEMPLATE_TURNS
 
 _ASSISTANT_OPEN = f"{IM_START}assistant\n"
 # Token roles for the loss: assistant turns are the target. Tool results are trained with

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAT_TEMPLATE",
+    "CHAT_TEMPLATE_TURNS",
     "DEFAULT_CORPUS_BYTES",
     "END_OF_TEXT",
     "IM_END",
@@ -59,26 +60,9 @@ TOOL_TOKENS = (TOOL_CALL_OPEN, TOOL_CALL_CLOSE, "<tool_response>", "</tool_respo
 # Size of stdlib text read by default_corpus(): enough for a few thousand merges, small enough to train fast.
 DEFAULT_CORPUS_BYTES = 3_000_000
 
-# A hermes/Qwen-style template: tool definitions in the system prompt, calls as
-# <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>, tool results as <tool_response> user turns.
-CHAT_TEMPLATE = (
-    # HF renders templates with trim_blocks, which eats a newline right after a block tag, so every newline
-    # that follows a tag is written as an expression ({{ nl }}).
-    "{% set nl = '\\n' %}"
-    "{% set ns = namespace(system=none) %}"
-    "{% if messages and messages[0]['role'] == 'system' %}"
-    "{% set ns.system = messages[0]['content'] %}{% endif %}"
-    "{% if tools %}"
-    "<|im_start|>system\n"
-    "{% if ns.system %}{{ ns.system }}{{ nl }}{{ nl }}{% endif %}"
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-    "{% for tool in tools %}{{ nl }}"
-    "{{ (tool['function'] if tool['function'] is defined else tool) | tojson }}"
-    "{% endfor %}{{ nl }}</tools>\n\n"
-    "For each function call, return a json object with function name and arguments within "
-    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+# Everything after the tools block: the system prompt without tools, then every turn (calls as
+# <tool_call> JSON, tool results as <tool_response> user turns); shared with the demo model's template.
+CHAT_TEMPLATE_TURNS = (
     "{% elif ns.system %}"
     "<|im_start|>system\n{{ ns.system }}<|im_end|>{{ nl }}"
     "{% endif %}"
@@ -103,6 +87,28 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
 )
+
+# A hermes/Qwen-style template: tool definitions in the system prompt, calls as
+# <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>, tool results as <tool_response> user turns.
+CHAT_TEMPLATE = (
+    # HF renders templates with trim_blocks, which eats a newline right after a block tag, so every newline
+    # that follows a tag is written as an expression ({{ nl }}).
+    "{% set nl = '\\n' %}"
+    "{% set ns = namespace(system=none) %}"
+    "{% if messages and messages[0]['role'] == 'system' %}"
+    "{% set ns.system = messages[0]['content'] %}{% endif %}"
+    "{% if tools %}"
+    "<|im_start|>system\n"
+    "{% if ns.system %}{{ ns.system }}{{ nl }}{{ nl }}{% endif %}"
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+    "{% for tool in tools %}{{ nl }}"
+    "{{ (tool['function'] if tool['function'] is defined else tool) | tojson }}"
+    "{% endfor %}{{ nl }}</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+) + CHAT_TEMPLATE_TURNS
 
 
 def _stdlib_files(*, recursive: bool = False) -> list[Path]:
