@@ -12,30 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support import Call, Reply
+from tests.support.weather import GOOD_ARGS, LOOP_UNIT, MESSAGES, WEATHER_TOOL
 
 from .doors import Outcome
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string"},
-                "unit": {"type": "string", "enum": ["c", "f"]},
-                "note": {"type": "string"},
-            },
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
-MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
-GOOD = '{"city": "Paris", "unit": "c"}'
+GOOD = GOOD_ARGS
 PARIS = '{"city": "Paris"}'
-LOOP = "Let me check the weather in Paris for you now. "
+LOOP = LOOP_UNIT
+WEATHER = WEATHER_TOOL
 
 #: The README's reasons for a door to differ (tests/differential/test_doors.py checks they are in it).
 REASONS = {

@@ -8,28 +8,12 @@ from typing import Any
 import httpx
 
 from tests.support import Reply
+from tests.support.weather import GOOD_ARGS as GOOD_ARGS  # re-exported for the tests that import helpers
+from tests.support.weather import LOOP_UNIT as LOOP_UNIT
+from tests.support.weather import MESSAGES as MESSAGES
+from tests.support.weather import WEATHER_TOOL
 
-WEATHER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string"},
-                "unit": {"type": "string", "enum": ["c", "f"]},
-                "note": {"type": "string"},
-            },
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
 TOOLS = [WEATHER_TOOL]
-MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
-GOOD_ARGS = '{"city": "Paris", "unit": "c"}'
-LOOP_UNIT = "Let me check the weather in Paris for you now. "
 
 
 def good(**kw: Any) -> Reply:

@@ -13,27 +13,15 @@ from typing import Any
 import pytest
 
 from tests.support import Reply, ScriptedUpstream
+from tests.support.weather import MESSAGES, WEATHER_MESSAGES_TOOL
 
 from .helpers import LOOP_UNIT, bad_schema, good, runaway_content, truncated
 from .proxy_server import ProxyServer
 
 anthropic = pytest.importorskip("anthropic")
 
-TOOL = {
-    "name": "get_weather",
-    "description": "Current weather in a city.",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "city": {"type": "string"},
-            "unit": {"type": "string", "enum": ["c", "f"]},
-            "note": {"type": "string"},
-        },
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-}
-ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+TOOL = WEATHER_MESSAGES_TOOL
+ASK = MESSAGES
 
 
 def _client(proxy: ProxyServer) -> Any:

@@ -14,27 +14,13 @@ import openai
 import pytest
 
 from tests.support import Reply, ScriptedUpstream
+from tests.support.weather import WEATHER_RESPONSES_TOOL
 
 from .conftest import client_for
 from .helpers import LOOP_UNIT, bad_schema, good, runaway_content, truncated
 from .proxy_server import ProxyServer
 
-TOOL = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather in a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "city": {"type": "string"},
-            "unit": {"type": "string", "enum": ["c", "f"]},
-            "note": {"type": "string"},
-        },
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-    "strict": True,
-}
+TOOL = WEATHER_RESPONSES_TOOL
 ASK = "What is the weather in Paris?"
 
 

@@ -6,27 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support import Call, Reply
-
-WEATHER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string"},
-                "unit": {"type": "string", "enum": ["c", "f"]},
-                "note": {"type": "string"},
-            },
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
-MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
-GOOD_ARGS = '{"city": "Paris", "unit": "c"}'
-LOOP_UNIT = "Let me check the weather in Paris for you now. "
+from tests.support.weather import GOOD_ARGS as GOOD_ARGS  # re-exported for the tests that import helpers
+from tests.support.weather import LOOP_UNIT
+from tests.support.weather import MESSAGES as MESSAGES
+from tests.support.weather import WEATHER_TOOL as WEATHER_TOOL
 
 
 def good(**kw: Any) -> Reply:
