@@ -94,7 +94,7 @@ def _proxy_options(fn: Any) -> Any:
 @main.command()
 @_proxy_options
 @click.pass_context
-def proxy(ctx: click.Context, config_file: str | None, print_config: bool, **options: Any) -> None:
+def proxy(ctx: click.Context, /, config_file: str | None, print_config: bool, **options: Any) -> None:
     """Serve the OpenAI-compatible guarding proxy in front of --upstream URL (binds 127.0.0.1:8787).
 
     Every option can also come from TOOLGUARD_PROXY_<OPTION> or from --config FILE (flags win, then the

@@ -472,8 +472,8 @@ def _summarise(
 
     ran = [r for r in results if r is not None]
     records: dict[str, int] = {"ok": 0, "invalid": 0, "error": 0, "timeout": 0}
-    for result in ran:
-        for record in result.records:
+    for finished in ran:
+        for record in finished.records:
             records[record.status] += 1
     summary = DemoSummary(
         requests=len(results),

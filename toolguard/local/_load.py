@@ -124,7 +124,7 @@ def _load_folder(folder: Path) -> tuple[Any, Any]:
     from transformers.utils import logging as hf_logging
 
     bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # a load from disk takes a second: no bar
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a load from disk takes a second: no bar
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
@@ -132,8 +132,8 @@ def _load_folder(folder: Path) -> tuple[Any, Any]:
         raise ConfigError(f"transformers cannot load the model in {folder}: {exc}") from exc
     finally:
         if bars:
-            hf_logging.enable_progress_bar()
-    model.eval()
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+    model.eval()  # type: ignore[no-untyped-call]
     return model, tokenizer
 
 
@@ -201,7 +201,7 @@ def _convert(path: Path, out: Path, progress: Progress) -> None:
     config_dict.pop("quantization_config", None)
     config_dict.pop("_name_or_path", None)
     config = AutoConfig.for_model(**config_dict)
-    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # type: ignore[no-untyped-call]
     fresh.load_state_dict(quantized.state_dict())
     progress("saving safetensors")
     fresh.save_pretrained(str(out))

@@ -27,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,7 +230,7 @@ class _Server:
                 raise
         return self._finish(result, started)
 
-    async def stream(self, kwargs: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, kwargs: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """Chunks of one streamed generation. The first ``__anext__`` raises request errors (before any byte
         is sent); closing the iterator stops the worker after its current token."""
         kwargs = dict(kwargs)
