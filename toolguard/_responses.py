@@ -222,7 +222,7 @@ def _usage(usage: Any) -> dict[str, Any]:
     i, o = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
     return {
         "input_tokens": i,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": o,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": i + o,

@@ -2,7 +2,9 @@
 
 It is a real uvicorn server running in a thread on ``127.0.0.1`` (a free port), serving
 ``POST /v1/chat/completions`` (stream and non-stream), ``POST /v1/messages`` (Anthropic Messages,
-non-stream: the same scripted reply as a ``message`` with ``text``/``tool_use`` blocks) and
+non-stream: the same scripted reply as a ``message`` with ``text``/``tool_use`` blocks), ``POST
+/v1/responses`` (the OpenAI Responses API, non-stream: a ``response`` with ``message`` and
+``function_call`` output items) and
 ``GET /v1/models``. Each request pops the next
 scripted ``Reply`` from a queue and renders it exactly as OpenAI does: a ``chat.completion`` JSON body, or an
 SSE stream of ``chat.completion.chunk`` objects framed as ``data: {json}\\n\\n`` ... ``data: [DONE]\\n\\n``.
@@ -239,6 +241,11 @@ class ScriptedUpstream:
             return [r for r in self.requests if r.path.endswith("/v1/messages")]
 
     @property
+    def responses_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/v1/responses")]
+
+    @property
     def root(self) -> str:
         """The server's root URL (the anthropic SDK's ``base_url``: it adds ``/v1/messages``)."""
         return f"http://127.0.0.1:{self.port}"
@@ -308,7 +315,8 @@ class ScriptedUpstream:
             await _send_json(send, 200, {"object": "list", "data": [model]})
             return
         messages = path.endswith("/v1/messages")
-        if not messages and not path.endswith("/chat/completions"):
+        responses = path.endswith("/v1/responses")
+        if not (messages or responses) and not path.endswith("/chat/completions"):
             await _send_json(send, 404, _error_body(f"ScriptedUpstream serves no {path}", "not_found"))
             return
         with self._lock:
@@ -332,6 +340,13 @@ class ScriptedUpstream:
             await _send_json(
                 send, 200, _anthropic_message(reply, f"msg_scripted_{next(self._ids)}", call_ids)
             )
+            return
+        if responses:
+            if stream:
+                await _send_json(send, 400, _error_body("ScriptedUpstream streams no Responses", "scripted"))
+                return
+            call_ids = (f"call_{next(self._ids)}" for _ in itertools.count())
+            await _send_json(send, 200, _response(reply, f"resp_scripted_{next(self._ids)}", call_ids))
             return
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
         call_ids = (f"call_{next(self._ids)}" for _ in itertools.count())
@@ -436,6 +451,51 @@ def _anthropic_message(reply: Reply, message_id: str, call_ids: Iterator[str]) -
         "stop_reason": _STOP_REASONS.get(reply.finish, "end_turn"),
         "stop_sequence": None,
         "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+    }
+
+
+def _response(reply: Reply, response_id: str, call_ids: Iterator[str]) -> dict[str, Any]:
+    """The reply as OpenAI's Responses API answers: ``message`` and ``function_call`` output items, a cut
+    (``finish_reason="length"``) as ``status: "incomplete"``."""
+    message = reply.message(call_ids)
+    output: list[dict[str, Any]] = []
+    if message.get("content"):
+        part = {"type": "output_text", "text": message["content"], "annotations": []}
+        output.append(
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [part]}
+        )
+    for n, call in enumerate(message.get("tool_calls") or ()):
+        fn = call["function"]
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{n}",
+                "call_id": call["id"],
+                "name": fn["name"],
+                "arguments": fn["arguments"],
+                "status": "completed",
+            }
+        )
+    cut = reply.finish == "length"
+    usage = _usage(reply)
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "model": MODEL,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": usage["completion_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+        },
     }
 
 

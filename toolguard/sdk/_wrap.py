@@ -23,6 +23,7 @@ from .._reask import FlowEvent, RetryFlow
 from ._anthropic import AsyncGuardedAnthropic, GuardedAnthropic, is_anthropic
 from ._drivers import AsyncGuardedStream, GuardedStream, create_async, create_sync
 from ._engine import ClientEngines
+from ._translated import RESPONSES, AsyncTranslated, SyncTranslated
 
 __all__ = ["wrap"]
 
@@ -40,7 +41,8 @@ def wrap(
 
     ``client``: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (any OpenAI-compatible endpoint: vLLM,
     llama.cpp, Ollama, OpenAI), a ``toolguard.local.LocalGenerator``, or an ``anthropic.Anthropic`` /
-    ``anthropic.AsyncAnthropic`` (``messages.create``, non-stream, returns ``anthropic.types.Message``).
+    ``anthropic.AsyncAnthropic`` (``messages.create``, non-stream, returns ``anthropic.types.Message``). An
+    openai client's ``responses.create`` (non-stream) is guarded too and returns the SDK's ``Response``.
     ``policy``: retries and stream mode (``toolguard.Policy``). ``on_event``: called with each
     ``FlowEvent`` (attempts, verdicts, backoffs, retries, give-ups). ``engine`` (``"auto"``: detected
     once with ``client.models.list()``), ``engine_constraints`` (``"auto"`` | ``"off"``) and
@@ -77,6 +79,9 @@ def wrap(
     cls = AsyncGuardedClient if _is_async(client, create) else GuardedClient
     wrapped = cls(client, raw.chat.completions, policy=policy, on_event=on_event, retries=retries)
     wrapped.engines = engines
+    if getattr(client, "responses", None) is not None:
+        endpoint = AsyncTranslated if cls is AsyncGuardedClient else SyncTranslated
+        wrapped.responses = endpoint(wrapped, raw.responses, client.responses, RESPONSES)
     return wrapped
 
 
