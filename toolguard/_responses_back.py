@@ -27,7 +27,7 @@ def to_responses(original: dict[str, Any], chat: dict[str, Any], sent: int) -> d
     ``to_chat(original)`` made (only those after them are the flow's and are translated)."""
     body = {k: v for k, v in original.items() if k != "stream"}
     added = chat.get("messages", ())[sent:]
-    items = original.get("input")
+    items: Any = original.get("input")
     if added:  # a string input stays a string until the flow appends to it
         items = [{"role": "user", "content": items}] if isinstance(items, str) else list(items or ())
     for m in added:

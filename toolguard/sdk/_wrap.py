@@ -154,6 +154,8 @@ class _Chat(_Delegate):
 class GuardedClient(_Delegate):
     """What ``wrap`` returns for a sync client: ``chat.completions.create`` guarded, the rest delegated."""
 
+    responses: Any  # an openai client's, guarded (``wrap`` sets it); else the wrapped client's, if any
+
     def __init__(
         self,
         client: Any,
