@@ -3,7 +3,7 @@
 Theory of operation. The facade's ``messages`` is a ``sdk._translated`` endpoint with the Messages
 translations (``toolguard._messages``: ``to_chat``, ``to_messages``, ``chat_completion``, ``from_chat``); it
 returns ``anthropic.types.Message``. The client's own retries are switched off and its ``max_retries``
-becomes the flow's upstream budget, as for openai clients; ``anthropic_failure`` maps the SDK's errors onto
+becomes the flow's upstream budget, as for openai clients; ``sdk._translated`` maps the SDK's errors onto
 the flow's ``UpstreamFailure`` (a status, ``Retry-After``, a dropped connection). Everything else is the
 wrapped client's.
 """
@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._openai import parse_retry_after
 from .._policy import Policy
-from .._reask import FlowEvent, UpstreamFailure
+from .._reask import FlowEvent
 from ._translated import MESSAGES, AsyncTranslated, SyncTranslated
 
 __all__ = ["AsyncGuardedAnthropic", "GuardedAnthropic", "is_anthropic"]
@@ -27,17 +26,6 @@ def is_anthropic(client: Any) -> bool:
         c.__module__.startswith("anthropic") and c.__name__ in ("Anthropic", "AsyncAnthropic")
         for c in type(client).__mro__
     )
-
-
-def anthropic_failure(exc: BaseException) -> UpstreamFailure | None:
-    """The flow's ``UpstreamFailure`` for an anthropic SDK error, else ``None`` (raised as it is)."""
-    import anthropic
-
-    if isinstance(exc, anthropic.APIStatusError):
-        return UpstreamFailure(exc, exc.status_code, parse_retry_after(exc.response.headers))
-    if isinstance(exc, anthropic.APIConnectionError):
-        return UpstreamFailure(exc)
-    return None
 
 
 class _Delegate:

@@ -22,6 +22,7 @@ from typing import Any
 from .. import _messages, _responses, _responses_back
 from .._drive import adrive, drive
 from .._exceptions import UsageError
+from .._openai import parse_retry_after
 from .._reask import Attempt, Backoff, FlowResult, Outcome, RetryFlow, UpstreamFailure
 from ._delivered import delivered
 from ._drivers import GuardReport, _attach, _feed_completion
@@ -57,9 +58,14 @@ def _response(completion: dict[str, Any], request: dict[str, Any]) -> Any:
 
 
 def _anthropic_failure(exc: BaseException) -> UpstreamFailure | None:
-    from ._anthropic import anthropic_failure
+    """The flow's ``UpstreamFailure`` for an anthropic SDK error, else ``None`` (raised as it is)."""
+    import anthropic
 
-    return anthropic_failure(exc)
+    if isinstance(exc, anthropic.APIStatusError):
+        return UpstreamFailure(exc, exc.status_code, parse_retry_after(exc.response.headers))
+    if isinstance(exc, anthropic.APIConnectionError):
+        return UpstreamFailure(exc)
+    return None
 
 
 def _openai_failure(exc: BaseException) -> UpstreamFailure | None:
