@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -82,3 +83,15 @@ def accumulate(chunks: list[Any]) -> dict[str, Any]:
                     slot["arguments"] += tc.function.arguments
             finish = choice.finish_reason or finish
     return {"content": content, "calls": calls, "finish": finish, "usage": usage, "roles": roles}
+
+
+def assert_hung_up_on(upstream: Any, proxy: Any) -> None:
+    """After a client left mid-stream: the proxy closed its upstream stream (no more tokens paid for) and its
+    metrics count the disconnect with no stream left open."""
+    deadline = time.monotonic() + 5
+    while upstream.aborted == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert upstream.aborted == 1  # the proxy hung up on the upstream: no more tokens paid for
+    metrics = httpx.get(proxy.root + "/metrics").text
+    assert "toolguard_streams_open 0" in metrics
+    assert "toolguard_client_disconnects_total 1" in metrics

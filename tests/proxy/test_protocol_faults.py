@@ -8,7 +8,6 @@ or reads the protocol's own failure event.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 from tests.support import Reply, ScriptedUpstream
 
 from .conftest import client_for
-from .helpers import good
+from .helpers import assert_hung_up_on, good
 from .hostile_upstream import Fault, HostileUpstream
 from .proxy_server import ProxyServer
 from .test_messages import ASK as MESSAGES_ASK
@@ -168,13 +167,7 @@ def test_a_client_disconnect_closes_the_upstream_stream(
             for line in r.iter_lines():
                 if "tick" in line:
                     break  # leave after the first text delta
-        deadline = time.monotonic() + 5
-        while drip.aborted == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert drip.aborted == 1  # the proxy hung up on the upstream: no more tokens paid for
-        metrics = httpx.get(proxy.root + "/metrics").text
-        assert "toolguard_streams_open 0" in metrics
-        assert "toolguard_client_disconnects_total 1" in metrics
+        assert_hung_up_on(drip, proxy)
 
 
 CALL_TEXT = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}\n</tool_call>'
