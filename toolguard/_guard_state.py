@@ -12,6 +12,7 @@ module to one job (and within the size the architecture test allows). Nothing he
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -222,18 +223,23 @@ class GuardState:
         return self._scan.undecided_chars()
 
     def message(self) -> dict[str, Any]:
-        """The assistant message as received (OpenAI shape): content and tool calls, fabricated text cut."""
+        """The assistant message as received (OpenAI shape): content and tool calls, fabricated text cut.
+        A call without an id (repaired out of text, or from an upstream that sent none) gets a fresh
+        ``call_`` id, the same on every read, so ids never repeat across an agent's turns."""
         content = self.content
         out: dict[str, Any] = {"role": "assistant", "content": content or None}
-        calls = self.tool_calls
+        calls = sorted(self._order, key=lambda c: c.index)
+        for c in calls:
+            if not c.id:  # a call repaired out of text, or an upstream that sent none: fresh, and kept
+                c.id = f"call_{uuid.uuid4().hex[:24]}"
         if calls:
             out["tool_calls"] = [
                 {
-                    "id": c.id or f"call_{i}",
+                    "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
+                    "function": {"name": c.name, "arguments": "".join(c.fragments)},
                 }
-                for i, c in enumerate(calls)
+                for c in calls
             ]
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -72,6 +73,15 @@ def test_valid_call_streamed_in_fragments_is_ok() -> None:
     assert json.loads(guard.tool_calls[0].arguments) == {"city": "Paris", "days": 2}
     message = guard.message()
     assert message["tool_calls"][0]["id"] == "call_0" and message["content"] is None
+
+
+def test_a_call_without_an_id_gets_a_fresh_one_kept_on_every_read() -> None:
+    guard, _ = run([ToolCallDelta(0, None, "get_weather", '{"city": "Paris"}'), Finish("tool_calls")])
+    first = guard.message()["tool_calls"][0]["id"]
+    assert re.fullmatch(r"call_[0-9a-f]{24}", first)
+    assert guard.message()["tool_calls"][0]["id"] == first
+    other, _ = run([ToolCallDelta(0, None, "get_weather", '{"city": "Paris"}'), Finish("tool_calls")])
+    assert other.message()["tool_calls"][0]["id"] != first  # ids never repeat across turns
 
 
 def test_schema_violation_is_rejected_at_the_offending_value() -> None:
