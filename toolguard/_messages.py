@@ -15,9 +15,7 @@ passes it. ``MessagesStream`` turns the released chat chunks, one at a time, int
 ``message_delta``, ``message_stop``); an OpenAI-format error event becomes the ``error`` event. ``error_body``
 gives Anthropic's error shape, so the official ``anthropic`` SDK raises its own typed exceptions. Work: O(1)
 per chunk beyond the bytes translated. The SDK wrapper (``toolguard.wrap(anthropic.Anthropic())``) runs the
-other way round: ``to_messages`` turns each chat request the flow sends (the caller's, re-asks, retries)
-back into a Messages request and ``chat_completion`` turns a Messages answer into the chat completion the
-Guard reads.
+other way round: ``toolguard._messages_back``.
 """
 
 from __future__ import annotations
@@ -31,12 +29,10 @@ __all__ = [
     "STOP_REASONS",
     "MessagesStream",
     "ProtocolRefusal",
-    "chat_completion",
     "encode_event",
     "error_body",
     "from_chat",
     "to_chat",
-    "to_messages",
 ]
 
 #: Request fields accepted and not carried to the chat upstream (the README's table lists them).
@@ -273,7 +269,11 @@ def from_chat(completion: dict[str, Any], *, model: str | None = None) -> dict[s
     content: list[dict[str, Any]] = []
     thinking = _reasoning(message)
     if thinking:
-        content.append({"type": "thinking", "thinking": thinking, "signature": ""})
+        signature = message.get("thinking_signature")
+        signature = signature if isinstance(signature, str) else ""
+        content.append({"type": "thinking", "thinking": thinking, "signature": signature})
+    if isinstance(message.get("redacted_thinking"), str):
+        content.append({"type": "redacted_thinking", "data": message["redacted_thinking"]})
     if isinstance(message.get("content"), str) and message["content"]:
         content.append({"type": "text", "text": message["content"]})
     for call in message.get("tool_calls") or ():
@@ -297,117 +297,6 @@ def from_chat(completion: dict[str, Any], *, model: str | None = None) -> dict[s
         "stop_reason": stop,
         "stop_sequence": None,
         "usage": _usage(completion.get("usage")),
-    }
-
-
-# ------------------------------------------------------------------------------ the other way (the SDK's)
-#: Messages ``stop_reason`` -> chat ``finish_reason`` (for a Messages upstream's answer read by the Guard).
-FINISH_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "refusal": "content_filter",
-}
-
-
-def to_messages(original: dict[str, Any], chat: dict[str, Any], sent: int) -> dict[str, Any]:
-    """The Messages request for the flow's chat request ``chat``, made from the caller's ``original``.
-
-    ``sent``: how many chat messages ``to_chat(original)`` made. The caller's own turns are kept as they came;
-    only the turns the flow appended (a re-ask's failed assistant turn and its violation) are translated:
-    ``tool_calls`` become ``tool_use`` blocks, ``role: tool`` messages ``tool_result`` blocks with
-    ``is_error: true`` (every tool message a re-ask adds is an error), a user message a text block. The
-    flow's ``max_tokens`` (grown for a truncation) and ``temperature`` (a runaway retry, clamped to
-    Messages' 0..1) replace the original's; a chat-only ``seed`` has no Messages field and is not sent.
-    """
-    body = {k: v for k, v in original.items() if k != "stream"}
-    added: list[dict[str, Any]] = []
-    for m in chat.get("messages", ())[sent:]:
-        role = m.get("role")
-        if role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            if isinstance(m.get("content"), str) and m["content"]:
-                blocks.append({"type": "text", "text": m["content"]})
-            for call in m.get("tool_calls") or ():
-                fn = call.get("function") or {}
-                try:
-                    args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
-                    args = None
-                if not isinstance(args, dict):
-                    raise ProtocolRefusal("a re-asked call's arguments are not a JSON object", "messages")
-                blocks.append({"type": "tool_use", "id": call["id"], "name": fn.get("name"), "input": args})
-            new: dict[str, Any] = {"role": "assistant", "content": blocks or "(no answer)"}
-        elif role == "tool":
-            new = {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": m.get("tool_call_id"),
-                        "content": m.get("content") or "",
-                        "is_error": True,
-                    }
-                ],
-            }
-        else:
-            new = {"role": "user", "content": [{"type": "text", "text": m.get("content") or ""}]}
-        if added and added[-1]["role"] == new["role"] == "user":
-            added[-1]["content"] = [*added[-1]["content"], *new["content"]]  # one turn answers every call
-        else:
-            added.append(new)
-    body["messages"] = [*original.get("messages", ()), *added]
-    if isinstance(chat.get("max_tokens"), int):
-        body["max_tokens"] = chat["max_tokens"]
-    temperature = chat.get("temperature")
-    if isinstance(temperature, int | float) and temperature != original.get("temperature"):
-        body["temperature"] = min(1.0, max(0.0, float(temperature)))
-    return body
-
-
-def chat_completion(message: dict[str, Any]) -> dict[str, Any]:
-    """The chat completion the Guard reads for a Messages ``message`` (a ``model_dump()`` of the SDK's)."""
-    texts: list[str] = []
-    thinking: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for block in message.get("content") or ():
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(block.get("text") or "")
-        elif kind == "thinking":
-            thinking.append(block.get("thinking") or "")
-        elif kind == "tool_use":
-            calls.append(
-                {
-                    "id": block.get("id"),
-                    "type": "function",
-                    "function": {"name": block.get("name"), "arguments": _dumps(block.get("input", {}))},
-                }
-            )
-    chat_message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
-    if calls:
-        chat_message["tool_calls"] = calls
-    if thinking:
-        chat_message["reasoning_content"] = "".join(thinking)
-    usage = message.get("usage") or {}
-    prompt, completion = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
-    return {
-        "id": "chatcmpl-" + str(message.get("id") or "").removeprefix("msg_"),
-        "object": "chat.completion",
-        "model": message.get("model"),
-        "choices": [
-            {
-                "index": 0,
-                "message": chat_message,
-                "finish_reason": FINISH_REASONS.get(message.get("stop_reason") or "end_turn", "stop"),
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
     }
 
 
@@ -499,6 +388,18 @@ class MessagesStream:
                         self._begin(("thinking", -1), {"type": "thinking", "thinking": "", "signature": ""})
                     )
                 out.append(self._delta({"type": "thinking_delta", "thinking": thinking}))
+            signature = delta.get("thinking_signature")  # a Messages upstream's, read by _messages_back
+            if isinstance(signature, str) and signature:
+                if self._open != ("thinking", -1):
+                    out.extend(
+                        self._begin(("thinking", -1), {"type": "thinking", "thinking": "", "signature": ""})
+                    )
+                out.append(self._delta({"type": "signature_delta", "signature": signature}))
+            redacted = delta.get("redacted_thinking")
+            if isinstance(redacted, str) and redacted:
+                out.extend(
+                    self._begin(("redacted", self._blocks), {"type": "redacted_thinking", "data": redacted})
+                )
             text = delta.get("content")
             if isinstance(text, str) and text:
                 out.extend(self._text(text))

@@ -364,8 +364,8 @@ class ResponsesStream:
 
     __slots__ = ("_calls", "_ended", "_finish", "_items", "_open", "_response", "_seq", "_started", "_text")
 
-    def __init__(self, request: dict[str, Any]) -> None:
-        self._response = _skeleton(request, _id("resp_"), int(time.time()))
+    def __init__(self, request: dict[str, Any], *, response_id: str | None = None) -> None:
+        self._response = _skeleton(request, response_id or _id("resp_"), int(time.time()))
         self._started = False
         self._ended = False
         self._seq = 0

@@ -6,8 +6,12 @@ caller's Responses request runs as the chat request ``_responses.to_chat`` makes
 chat request the flow sends (the first, a re-ask, a runaway or truncation retry) back into a Responses
 request (the caller's input items as they came, the flow's additions as ``function_call`` and
 ``function_call_output`` items, its ``max_tokens``/``temperature`` as ``max_output_tokens``/``temperature``;
-a chat ``seed`` has no Responses field: not sent), and ``chat_completion`` turns a ``response`` object into
-the chat completion the Guard reads. Decides nothing; O(size of the request or response).
+a chat ``seed`` has no Responses field: not sent), ``chat_completion`` turns a ``response`` object into
+the chat completion the Guard reads, and ``ResponsesReader`` turns a Responses stream, event by event, into
+the chat chunks the Guard reads (the reverse of ``_responses.ResponsesStream``, which writes the released
+chunks back as Responses events). Reasoning (``reasoning_text`` deltas) is ``reasoning_content``: passed
+through unjudged, never a call. Decides nothing; O(size of the request or response), O(1) per stream
+event beyond the bytes it carries.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._exceptions import UpstreamError, UpstreamProtocolError
 from ._messages import _count
+from ._messages_back import _get
 
-__all__ = ["chat_completion", "to_responses"]
+__all__ = ["ResponsesReader", "chat_completion", "to_responses"]
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -105,3 +111,92 @@ def chat_completion(response: dict[str, Any]) -> dict[str, Any]:
             "total_tokens": prompt + completion,
         },
     }
+
+
+#: ``incomplete_details.reason`` -> chat ``finish_reason`` (a cut is a cut even with a call in it).
+_CUT = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+class ResponsesReader:
+    """A Responses upstream's stream events in (dicts, or the openai SDK's event objects), chat chunks out.
+
+    ``feed(event)`` returns the chat chunks (dicts) the event makes, often none: ``response.created`` the
+    role chunk, a ``function_call`` item's ``output_item.added`` the call's first chunk (chat call indices
+    count the function calls), each ``output_text.delta``/``function_call_arguments.delta``/
+    ``reasoning_text.delta`` one chunk, ``response.completed``/``response.incomplete`` the finish chunk and
+    the usage chunk (``done`` turns true). ``response.failed`` and ``error`` raise ``UpstreamError``; an
+    arguments delta of no started call, or an output item the chat view cannot carry,
+    ``UpstreamProtocolError``. ``response_id`` is the upstream's, once known."""
+
+    __slots__ = ("_calls", "_id", "_items", "done", "response_id")
+
+    def __init__(self) -> None:
+        self._id = "chatcmpl-responses"
+        self._items: dict[Any, int] = {}  # a function_call item's id -> its chat call index
+        self._calls = 0
+        self.done = False
+        self.response_id: str | None = None
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": self._id, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def feed(self, event: Any) -> list[dict[str, Any]]:
+        kind = _get(event, "type")
+        if kind == "response.output_text.delta":
+            text = _get(event, "delta")
+            return [self._chunk({"content": text})] if text else []
+        if kind == "response.function_call_arguments.delta":
+            call = self._items.get(_get(event, "item_id"))
+            if call is None:
+                raise UpstreamProtocolError(
+                    "an arguments delta for an item that is not a started function call"
+                )
+            fragment = _get(event, "delta")
+            if not fragment:
+                return []
+            return [self._chunk({"tool_calls": [{"index": call, "function": {"arguments": fragment}}]})]
+        if kind == "response.reasoning_text.delta":
+            thinking = _get(event, "delta")
+            return [self._chunk({"reasoning_content": thinking})] if thinking else []
+        if kind == "response.output_item.added":
+            return self._added(_get(event, "item"))
+        if kind == "response.created":
+            response = _get(event, "response")
+            rid = _get(response, "id")
+            if isinstance(rid, str):
+                self.response_id = rid
+                self._id = "chatcmpl-" + rid.removeprefix("resp_")
+            return [self._chunk({"role": "assistant", "content": ""})]
+        if kind in ("response.completed", "response.incomplete"):
+            return self._end(_get(event, "response"))
+        if kind in ("response.failed", "error"):
+            error = _get(_get(event, "response"), "error") if kind == "response.failed" else event
+            code, message = _get(error, "code"), _get(error, "message")
+            raise UpstreamError(f"the upstream's stream failed: {code}: {message}")
+        return []  # in_progress, the .done events, content parts, events of later versions
+
+    def _added(self, item: Any) -> list[dict[str, Any]]:
+        kind = _get(item, "type")
+        if kind == "function_call":
+            call = self._calls
+            self._calls += 1
+            self._items[_get(item, "id")] = call
+            start = {"name": _get(item, "name"), "arguments": _get(item, "arguments") or ""}
+            first = {"index": call, "id": _get(item, "call_id"), "type": "function", "function": start}
+            return [self._chunk({"tool_calls": [first]})]
+        if kind in ("message", "reasoning"):
+            return []
+        raise UpstreamProtocolError(f"a {kind!r} output item has no chat form to be guarded in")
+
+    def _end(self, response: Any) -> list[dict[str, Any]]:
+        self.done = True
+        reason = _get(_get(response, "incomplete_details"), "reason")
+        finish = _CUT.get(reason or "", "tool_calls" if self._calls else "stop")
+        usage = _get(response, "usage")
+        prompt, completion = _count(_get(usage, "input_tokens")), _count(_get(usage, "output_tokens"))
+        chat_usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        return [self._chunk({}, finish), {"id": self._id, "choices": [], "usage": chat_usage}]

@@ -1,20 +1,25 @@
 """``ScriptedUpstream``: a FAKE OpenAI-compatible model server for tests. It is not a model.
 
 It is a real uvicorn server running in a thread on ``127.0.0.1`` (a free port), serving
-``POST /v1/chat/completions`` (stream and non-stream), ``POST /v1/messages`` (Anthropic Messages,
-non-stream: the same scripted reply as a ``message`` with ``text``/``tool_use`` blocks), ``POST
-/v1/responses`` (the OpenAI Responses API, non-stream: a ``response`` with ``message`` and
-``function_call`` output items) and
-``GET /v1/models``. Each request pops the next
-scripted ``Reply`` from a queue and renders it exactly as OpenAI does: a ``chat.completion`` JSON body, or an
-SSE stream of ``chat.completion.chunk`` objects framed as ``data: {json}\\n\\n`` ... ``data: [DONE]\\n\\n``.
-Every request is recorded (``upstream.requests``) so a test can assert what a re-ask carried.
+``POST /v1/chat/completions``, ``POST /v1/messages`` (Anthropic Messages: a ``message`` with
+``thinking``/``text``/``tool_use`` blocks) and ``POST /v1/responses`` (the OpenAI Responses API: a
+``response`` with ``reasoning``/``message``/``function_call`` output items), each stream and non-stream, and
+``GET /v1/models``. Each request pops the next scripted ``Reply`` from a queue and renders it exactly as the
+real API does: a JSON body, or an SSE stream (chat: ``chat.completion.chunk`` objects framed as
+``data: {json}\\n\\n`` ... ``data: [DONE]\\n\\n``; Messages: ``event: message_start`` ...
+``content_block_start``/``content_block_delta``/``content_block_stop`` ... ``message_delta``,
+``message_stop``; Responses: ``response.created`` ... ``response.output_item.added``, the ``.delta``/``.done``
+events, ``response.completed`` or ``response.incomplete``). The protocol streams are written by this module's
+own small encoders (``_messages_events``, ``_responses_events``) from the reply's chat deltas, never by
+toolguard's translators: a fake must not share code with what it tests. Every request is recorded
+(``upstream.requests``) so a test can assert what a re-ask carried.
 
-Faults are part of the script: an HTTP error status with ``Retry-After``
-(``Reply.error(429, retry_after=0)``), a dropped connection after N chunks (``disconnect_after``), a
-malformed SSE event (``malformed_after``), a slow drip (``delay`` seconds between chunks) and a hang before
-the first byte (``stall``). When the queue is empty the server answers 500 with a message naming the test's
-mistake, so a missing script fails loudly.
+Faults are part of the script, for every protocol: an HTTP error status with ``Retry-After``
+(``Reply.error(429, retry_after=0)``), a dropped connection after N events (``disconnect_after``), a
+malformed SSE event (``malformed_after``), the protocol's own error event after N events (``error_after``:
+chat ``data: {"error": ...}``, Messages ``event: error``, Responses ``event: error``), a slow drip
+(``delay`` seconds between events) and a hang before the first byte (``stall``). When the queue is empty
+the server answers 500 with a message naming the test's mistake, so a missing script fails loudly.
 
 Usage::
 
@@ -44,9 +49,18 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["Call", "RecordedRequest", "Reply", "ScriptedUpstream"]
+from .scripted_protocols import (
+    MODEL,
+    anthropic_message,
+    chat_usage,
+    error_event,
+    malformed_event,
+    messages_events,
+    response,
+    responses_events,
+)
 
-MODEL = "scripted-model"
+__all__ = ["Call", "RecordedRequest", "Reply", "ScriptedUpstream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +81,13 @@ class Reply:
     """One scripted answer. ``content`` and each call's ``arguments`` are fragments: one SSE chunk each.
 
     ``finish_reason`` defaults to ``"tool_calls"`` when there are calls, else ``"stop"``. ``content_after``
-    is content streamed *after* the tool calls (fabricated text). Fault fields: ``status`` (non-200 answers
-    with an OpenAI-style error body and ``headers``), ``disconnect_after`` (drop the connection after that
-    many SSE events), ``malformed_after`` (send a broken ``data:`` line after that many events), ``delay``
-    (seconds before each event), ``stall`` (seconds before the response starts).
+    is content streamed *after* the tool calls (fabricated text); ``reasoning`` is reasoning streamed before
+    the content (chat ``reasoning_content``, a Messages ``thinking`` block signed ``signature``, a Responses
+    ``reasoning`` item). Fault fields: ``status`` (non-200 answers with an OpenAI-style error body and
+    ``headers``), ``disconnect_after`` (drop the connection after that many SSE events), ``malformed_after``
+    (send a broken ``data:`` line after that many events), ``error_after`` (send the protocol's error event
+    after that many events, then end), ``delay`` (seconds before each event), ``stall`` (seconds before the
+    response starts).
     """
 
     content: Sequence[str] = ()
@@ -84,6 +101,9 @@ class Reply:
     error_message: str = "scripted error"
     disconnect_after: int | None = None
     malformed_after: int | None = None
+    error_after: int | None = None
+    reasoning: Sequence[str] = ()
+    signature: str = "c2lnbmVkLXNjcmlwdGVk"
     delay: float = 0.0
     stall: float = 0.0
 
@@ -119,6 +139,7 @@ class Reply:
         if self.chunks is not None:
             return [dict(c) for c in self.chunks]
         out: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        out.extend({"reasoning_content": piece} for piece in self.reasoning)
         out.extend({"content": piece} for piece in self.content)
         for index, call in enumerate(self.tool_calls):
             pieces = list(call.arguments) or [""]
@@ -139,6 +160,8 @@ class Reply:
             return _merge_deltas(self.deltas(call_ids))
         text = "".join(self.content) + "".join(self.content_after)
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
         if self.tool_calls:
             message["tool_calls"] = [
                 {
@@ -333,32 +356,35 @@ class ScriptedUpstream:
             return
         stream = isinstance(body, dict) and bool(body.get("stream"))
         if messages:
-            if stream:
-                await _send_json(send, 400, _error_body("ScriptedUpstream streams no Messages", "scripted"))
-                return
+            message_id = f"msg_scripted_{next(self._ids)}"
             call_ids = (f"toolu_{next(self._ids)}" for _ in itertools.count())
-            await _send_json(
-                send, 200, _anthropic_message(reply, f"msg_scripted_{next(self._ids)}", call_ids)
-            )
+            if stream:
+                await self._send_events(send, reply, "messages", messages_events(reply, message_id, call_ids))
+            else:
+                await _send_json(send, 200, anthropic_message(reply, message_id, call_ids))
             return
         if responses:
-            if stream:
-                await _send_json(send, 400, _error_body("ScriptedUpstream streams no Responses", "scripted"))
-                return
+            response_id = f"resp_scripted_{next(self._ids)}"
             call_ids = (f"call_{next(self._ids)}" for _ in itertools.count())
-            await _send_json(send, 200, _response(reply, f"resp_scripted_{next(self._ids)}", call_ids))
+            if stream:
+                await self._send_events(
+                    send, reply, "responses", responses_events(reply, response_id, call_ids)
+                )
+            else:
+                await _send_json(send, 200, response(reply, response_id, call_ids))
             return
         completion_id = f"chatcmpl-scripted-{next(self._ids)}"
         call_ids = (f"call_{next(self._ids)}" for _ in itertools.count())
         if stream:
             include_usage = bool(((body or {}).get("stream_options") or {}).get("include_usage"))
-            await self._stream(send, reply, completion_id, call_ids, include_usage)
+            await self._send_events(
+                send, reply, "chat", _chat_events(reply, completion_id, call_ids, include_usage)
+            )
         else:
             await _send_json(send, 200, _completion(reply, completion_id, call_ids))
 
-    async def _stream(
-        self, send: Any, reply: Reply, completion_id: str, call_ids: Iterator[str], include_usage: bool
-    ) -> None:
+    async def _send_events(self, send: Any, reply: Reply, protocol: str, events: list[bytes]) -> None:
+        """Send one SSE stream, event by event, with the reply's faults (the same knobs, every protocol)."""
         await send(
             {
                 "type": "http.response.start",
@@ -366,35 +392,16 @@ class ScriptedUpstream:
                 "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
             }
         )
-        created = 1_700_000_000
-        base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": MODEL}
-        events: list[bytes] = []
-        for delta in reply.deltas(call_ids):
-            chunk = {
-                **base,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}],
-            }
-            events.append(_sse(chunk))
-        final = {
-            **base,
-            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": reply.finish}],
-        }
-        events.append(_sse(final))
-        if include_usage:
-            events.append(_sse({**base, "choices": [], "usage": _usage(reply)}))
-        events.append(b"data: [DONE]\n\n")
         for n, event in enumerate(events):
             if reply.disconnect_after is not None and n >= reply.disconnect_after:
                 raise _Disconnect("ScriptedUpstream: scripted disconnect")
+            fault = None
             if reply.malformed_after is not None and n == reply.malformed_after:
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": b'data: {"id": "broken", "choices": [\n\n',
-                        "more_body": True,
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+                fault = malformed_event(protocol)
+            elif reply.error_after is not None and n == reply.error_after:
+                fault = error_event(protocol, reply.error_message, n)
+            if fault is not None:
+                await send({"type": "http.response.body", "body": fault, "more_body": False})
                 return
             if reply.delay:
                 await asyncio.sleep(reply.delay)
@@ -402,15 +409,26 @@ class ScriptedUpstream:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+def _chat_events(
+    reply: Reply, completion_id: str, call_ids: Iterator[str], include_usage: bool
+) -> list[bytes]:
+    """The reply as a chat SSE stream: one chunk per delta, the finish chunk, usage, ``[DONE]``."""
+    created = 1_700_000_000
+    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": MODEL}
+    events: list[bytes] = []
+    for delta in reply.deltas(call_ids):
+        chunk = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
+        events.append(_sse(chunk))
+    final = {**base, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": reply.finish}]}
+    events.append(_sse(final))
+    if include_usage:
+        events.append(_sse({**base, "choices": [], "usage": chat_usage(reply)}))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
 def _sse(obj: Any) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-
-
-def _usage(reply: Reply) -> dict[str, int]:
-    if reply.usage is not None:
-        return dict(reply.usage)
-    completion = len(reply.deltas(iter(str(i) for i in itertools.count())))
-    return {"prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion}
 
 
 def _completion(reply: Reply, completion_id: str, call_ids: Iterator[str]) -> dict[str, Any]:
@@ -422,80 +440,7 @@ def _completion(reply: Reply, completion_id: str, call_ids: Iterator[str]) -> di
         "choices": [
             {"index": 0, "message": reply.message(call_ids), "logprobs": None, "finish_reason": reply.finish}
         ],
-        "usage": _usage(reply),
-    }
-
-
-_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
-
-
-def _anthropic_message(reply: Reply, message_id: str, call_ids: Iterator[str]) -> dict[str, Any]:
-    """The reply as Anthropic's Messages API answers: ``text`` and ``tool_use`` blocks (``input`` parsed:
-    the Messages wire has no unparsed arguments, so a reply whose arguments are not JSON cannot be sent)."""
-    message = reply.message(call_ids)
-    content: list[dict[str, Any]] = []
-    if message.get("content"):
-        content.append({"type": "text", "text": message["content"]})
-    for call in message.get("tool_calls") or ():
-        fn = call["function"]
-        content.append(
-            {"type": "tool_use", "id": call["id"], "name": fn["name"], "input": json.loads(fn["arguments"])}
-        )
-    usage = _usage(reply)
-    return {
-        "id": message_id,
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": content,
-        "stop_reason": _STOP_REASONS.get(reply.finish, "end_turn"),
-        "stop_sequence": None,
-        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
-    }
-
-
-def _response(reply: Reply, response_id: str, call_ids: Iterator[str]) -> dict[str, Any]:
-    """The reply as OpenAI's Responses API answers: ``message`` and ``function_call`` output items, a cut
-    (``finish_reason="length"``) as ``status: "incomplete"``."""
-    message = reply.message(call_ids)
-    output: list[dict[str, Any]] = []
-    if message.get("content"):
-        part = {"type": "output_text", "text": message["content"], "annotations": []}
-        output.append(
-            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [part]}
-        )
-    for n, call in enumerate(message.get("tool_calls") or ()):
-        fn = call["function"]
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{n}",
-                "call_id": call["id"],
-                "name": fn["name"],
-                "arguments": fn["arguments"],
-                "status": "completed",
-            }
-        )
-    cut = reply.finish == "length"
-    usage = _usage(reply)
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "status": "incomplete" if cut else "completed",
-        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
-        "model": MODEL,
-        "output": output,
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": {
-            "input_tokens": usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": usage["completion_tokens"],
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
-        },
+        "usage": chat_usage(reply),
     }
 
 

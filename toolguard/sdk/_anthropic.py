@@ -1,11 +1,11 @@
 """``wrap(anthropic.Anthropic(...))``: ``messages.create`` guarded by the one re-ask flow.
 
 Theory of operation. The facade's ``messages`` is a ``sdk._translated`` endpoint with the Messages
-translations (``toolguard._messages``: ``to_chat``, ``to_messages``, ``chat_completion``, ``from_chat``); it
-returns ``anthropic.types.Message``. The client's own retries are switched off and its ``max_retries``
-becomes the flow's upstream budget, as for openai clients; ``sdk._translated`` maps the SDK's errors onto
-the flow's ``UpstreamFailure`` (a status, ``Retry-After``, a dropped connection). Everything else is the
-wrapped client's.
+translations (``toolguard._messages``: ``to_chat``, ``from_chat``; ``toolguard._messages_back``:
+``to_messages``, ``chat_completion``); it returns ``anthropic.types.Message``. The client's own retries are
+switched off and its ``max_retries`` becomes the flow's upstream budget, as for openai clients;
+``sdk._translated`` maps the SDK's errors onto the flow's ``UpstreamFailure`` (a status, ``Retry-After``, a
+dropped connection). Everything else is the wrapped client's.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _messages, _responses, _responses_back
+from .. import _messages, _messages_back, _responses, _responses_back
 from .._drive import adrive, drive
 from .._exceptions import UsageError
 from .._openai import parse_retry_after
@@ -77,8 +77,8 @@ def _openai_failure(exc: BaseException) -> UpstreamFailure | None:
 MESSAGES = Protocol(
     "Messages",
     _messages.to_chat,
-    _messages.to_messages,
-    _messages.chat_completion,
+    _messages_back.to_messages,
+    _messages_back.chat_completion,
     _message,
     _anthropic_failure,
 )
