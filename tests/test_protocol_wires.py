@@ -7,8 +7,10 @@ returns is a chat request the proxy's chat path can check.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,3 +169,76 @@ def test_the_delta_templates_write_the_generic_bytes() -> None:
     for data in r_events:
         generic = b"event: " + data["type"].encode() + b"\ndata: " + _generic(data).encode() + b"\n\n"
         assert _responses.encode_event(data) == generic
+
+
+#: Strings the fast encoding must escape as the JSON encoder does (``%``: the templates are %-formats).
+AWKWARD = [
+    'say "hi"',
+    "back\\slash \\u0041 \\n",
+    "\x00\x01\x08\x0c\x1f\x7f\t\r\n",
+    "😀 𝄞 non-BMP",
+    "\u2028 and \u2029",
+    "100% %d %s %% %(x)s",
+    "é ünï ß",
+    "</script>",
+]
+
+
+def _written(module: Any, fast: bool, texts: list[str], fragments: list[str]) -> bytes:
+    """One stream's bytes: its text and argument chunks written by the fast path (``text_sse``,
+    ``arguments_sse``), or every chunk read by ``feed`` and written by the generic JSON encoder."""
+    stream: Any = (
+        module.MessagesStream(model="m") if module is _messages else module.ResponsesStream({"model": "m"})
+    )
+
+    def written(events: list[Any]) -> bytes:
+        out = b""
+        for event in events:
+            name, data = event if module is _messages else (event["type"], event)
+            out += b"event: " + name.encode() + b"\ndata: " + _generic(data).encode() + b"\n\n"
+        return out
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return written(stream.feed({"id": "x", "choices": [{"delta": delta, "finish_reason": finish}]}))
+
+    def text(piece: str) -> bytes:
+        return stream.text_sse(piece) if fast else chunk({"content": piece})
+
+    def arguments(index: int, piece: str) -> bytes:
+        if fast:
+            return bytes(stream.arguments_sse(index, piece))
+        return chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+
+    out = chunk({"role": "assistant", "content": ""}) + b"".join(text(t) for t in texts)
+    out += chunk(
+        {"tool_calls": [{"index": 0, "id": "call_%d", "function": {"name": "f%s", "arguments": ""}}]}
+    )
+    out += b"".join(arguments(0, f) for f in fragments)
+    out += b"".join(arguments(1, f) for f in fragments[:2])  # a call whose start the stream never saw
+    out += text(texts[0]) + chunk({}, "tool_calls")  # text after the calls: a new item
+    return out + written(stream.close())
+
+
+def _data(raw: bytes) -> list[Any]:
+    return [__import__("json").loads(line[6:]) for line in raw.split(b"\n") if line.startswith(b"data: ")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(AWKWARD) | st.text(min_size=1, max_size=12), min_size=1, max_size=5),
+    st.lists(st.sampled_from(AWKWARD) | st.text(min_size=1, max_size=12), min_size=1, max_size=5),
+)
+def test_the_fast_stream_encoding_writes_the_generic_bytes(texts: list[str], fragments: list[str]) -> None:
+    for module in (_messages, _responses):
+        runs = []
+        for fast in (True, False):  # the same ids in both: awkward ones, % and a quote in them
+            counter = itertools.count()
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(module, "_id", lambda prefix, c=counter: f'{prefix}%d"%s{next(c)}')
+                patch.setattr(_responses.time, "time", lambda: 5)
+                runs.append(_written(module, fast, texts, fragments))
+        assert _data(runs[0]) == _data(runs[1])
+        assert runs[0] == runs[1]
+        assert (
+            b"event: content_block_delta" in runs[0] or b"response.function_call_arguments.delta" in runs[0]
+        )

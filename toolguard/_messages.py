@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from json.encoder import encode_basestring as _escape
 from typing import Any
 
 __all__ = [
@@ -340,7 +341,7 @@ def encode_event(name: str, data: dict[str, Any]) -> bytes:
         template = _DELTAS.get(delta["type"])
         if template is not None and len(delta) == 2:
             value = delta["text" if delta["type"] == "text_delta" else "partial_json"]
-            return template % (data["index"], _dumps(value).encode("utf-8"))
+            return template % (data["index"], _escape(value).encode())
     return b"event: " + name.encode() + b"\ndata: " + _dumps(data).encode("utf-8") + b"\n\n"
 
 
@@ -424,18 +425,23 @@ class MessagesStream:
                 self._stop = choice["finish_reason"]
         return out
 
-    def text(self, text: str) -> list[tuple[str, dict[str, Any]]]:
-        """``feed`` of a chunk whose delta is ``{"content": text}`` alone (the proxy's fast path)."""
+    def text_sse(self, text: str) -> bytes:
+        """The encoded events (``encode_event``'s bytes) of a chunk whose delta is ``{"content": text}``
+        alone: the proxy's fast path, an open text block's delta written from its template (no event dict)."""
         if self._ended or not text:
-            return []
-        return self._start(None) + self._text(text)
+            return b""
+        if self._open != ("text", -1):
+            return b"".join([encode_event(*e) for e in self._start(None) + self._text(text)])
+        return _DELTAS["text_delta"] % (self._blocks - 1, _escape(text).encode())
 
-    def arguments(self, index: int, fragment: str) -> list[tuple[str, dict[str, Any]]]:
-        """``feed`` of a chunk whose delta continues call ``index``'s arguments alone (the fast path)."""
+    def arguments_sse(self, index: int, fragment: str) -> bytes:
+        """The same for a chunk whose delta continues call ``index``'s arguments alone."""
         if self._ended or self._open != ("tool", index) or not fragment:
             call = {"index": index, "function": {"arguments": fragment}}
-            return self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})
-        return [self._delta({"type": "input_json_delta", "partial_json": fragment})]
+            return b"".join(
+                [encode_event(*e) for e in self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})]
+            )
+        return _DELTAS["input_json_delta"] % (self._blocks - 1, _escape(fragment).encode())
 
     def _text(self, text: str) -> list[tuple[str, dict[str, Any]]]:
         out = [] if self._open == ("text", -1) else self._begin(("text", -1), {"type": "text", "text": ""})

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from json.encoder import encode_basestring as _escape
 from typing import Any
 
 from ._messages import ProtocolRefusal, _count, _reasoning
@@ -318,40 +319,35 @@ def from_chat(completion: dict[str, Any], request: dict[str, Any]) -> dict[str, 
 
 
 #: The delta events, one per released chunk, written from a template: the same bytes as the generic
-#: encoding (tests/test_protocol_wires.py), at a fraction of its CPU.
+#: encoding (tests/test_protocol_wires.py), at a fraction of its CPU. ``_template`` fills in the item's part
+#: (once per item: the stream keeps it); ``% (sequence_number, delta JSON)`` completes an event.
 _TEXT_DELTA = (
-    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":%d,'
-    b'"item_id":%s,"output_index":%d,"content_index":0,"delta":%s,"logprobs":[]}\n\n'
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":%%d,'
+    b'"item_id":%s,"output_index":%d,"content_index":0,"delta":%%s,"logprobs":[]}\n\n'
 )
 _ARGUMENTS_DELTA = (
     b"event: response.function_call_arguments.delta\ndata: "
-    b'{"type":"response.function_call_arguments.delta","sequence_number":%d,"item_id":%s,"output_index":%d,'
-    b'"delta":%s}\n\n'
+    b'{"type":"response.function_call_arguments.delta","sequence_number":%%d,"item_id":%s,"output_index":%d,'
+    b'"delta":%%s}\n\n'
 )
+
+
+def _template(template: bytes, item_id: str, output_index: int) -> bytes:
+    return template % (_dumps(item_id).encode().replace(b"%", b"%%"), output_index)
 
 
 def encode_event(data: dict[str, Any]) -> bytes:
     """One Responses SSE event: ``event: <type>`` and its ``data`` line."""
     kind = data["type"]
-    if (
-        kind == "response.output_text.delta"
-        and len(data) == 7
-        and data["content_index"] == 0
-        and data["logprobs"] == []
-    ):
-        return _TEXT_DELTA % (
-            data["sequence_number"],
-            _dumps(data["item_id"]).encode(),
-            data["output_index"],
-            _dumps(data["delta"]).encode("utf-8"),
-        )
-    if kind == "response.function_call_arguments.delta" and len(data) == 5:
-        return _ARGUMENTS_DELTA % (
-            data["sequence_number"],
-            _dumps(data["item_id"]).encode(),
-            data["output_index"],
-            _dumps(data["delta"]).encode("utf-8"),
-        )
+    template = None
+    if kind == "response.output_text.delta" and len(data) == 7:
+        if data["content_index"] == 0 and data["logprobs"] == []:
+            template = _TEXT_DELTA
+    elif kind == "response.function_call_arguments.delta" and len(data) == 5:
+        template = _ARGUMENTS_DELTA
+    if template is not None:
+        template = _template(template, data["item_id"], data["output_index"])
+        return template % (data["sequence_number"], _escape(data["delta"]).encode())
     return b"event: " + str(kind).encode() + b"\ndata: " + _dumps(data).encode("utf-8") + b"\n\n"
 
 
@@ -362,7 +358,18 @@ class ResponsesStream:
     One output item is open at a time: the message (its one ``output_text`` part) or the ``function_call`` of
     one chat call index; a new kind or index finishes the open item (``.done`` events) and adds the next."""
 
-    __slots__ = ("_calls", "_ended", "_finish", "_items", "_open", "_response", "_seq", "_started", "_text")
+    __slots__ = (
+        "_calls",
+        "_delta",
+        "_ended",
+        "_finish",
+        "_items",
+        "_open",
+        "_response",
+        "_seq",
+        "_started",
+        "_text",
+    )
 
     def __init__(self, request: dict[str, Any], *, response_id: str | None = None) -> None:
         self._response = _skeleton(request, response_id or _id("resp_"), int(time.time()))
@@ -371,7 +378,8 @@ class ResponsesStream:
         self._seq = 0
         self._items: list[dict[str, Any]] = []  # finished output items
         self._open: tuple[str, int, dict[str, Any]] | None = None  # (kind, chat index, the item in progress)
-        self._text: list[str] = []
+        self._text: list[str] = []  # the open item's text or arguments so far
+        self._delta = b""  # the open item's delta template (``_template``)
         self._calls: set[int] = set()
         self._finish: str | None = None
 
@@ -421,18 +429,28 @@ class ResponsesStream:
                 self._finish = choice["finish_reason"]
         return out
 
-    def text(self, text: str) -> list[dict[str, Any]]:
-        """``feed`` of a chunk whose delta is ``{"content": text}`` alone (the proxy's fast path)."""
+    def text_sse(self, text: str) -> bytes:
+        """The encoded events (``encode_event``'s bytes) of a chunk whose delta is ``{"content": text}``
+        alone: the proxy's fast path, an open message's delta written from its template (no event dict)."""
         if self._ended or not text:
-            return []
-        return self._start() + self._text_events(text)
+            return b""
+        if self._open is None or self._open[0] != "message":
+            return b"".join([encode_event(e) for e in self._start() + self._text_events(text)])
+        return self._sse(text)
 
-    def arguments(self, index: int, fragment: str) -> list[dict[str, Any]]:
-        """``feed`` of a chunk whose delta continues call ``index``'s arguments alone (the fast path)."""
+    def arguments_sse(self, index: int, fragment: str) -> bytes:
+        """The same for a chunk whose delta continues call ``index``'s arguments alone."""
         if self._ended or self._open is None or self._open[:2] != ("call", index) or not fragment:
             call = {"index": index, "function": {"arguments": fragment}}
-            return self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})
-        return [self._arguments_event(fragment)]
+            return b"".join(
+                [encode_event(e) for e in self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})]
+            )
+        return self._sse(fragment)
+
+    def _sse(self, piece: str) -> bytes:
+        self._text.append(piece)
+        self._seq += 1
+        return self._delta % (self._seq - 1, _escape(piece).encode())
 
     def _text_events(self, text: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -464,7 +482,7 @@ class ResponsesStream:
 
     def _arguments_event(self, fragment: str) -> dict[str, Any]:
         item = self._open[2]  # type: ignore[index]
-        item["arguments"] += fragment
+        self._text.append(fragment)
         return self._event(
             "response.function_call_arguments.delta",
             item_id=item["id"],
@@ -520,6 +538,9 @@ class ResponsesStream:
     def _add(self, kind: str, index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
         out = self._done()
         self._open = (kind, index, item)
+        self._delta = _template(
+            _TEXT_DELTA if kind == "message" else _ARGUMENTS_DELTA, item["id"], len(self._items)
+        )
         out.append(self._event("response.output_item.added", output_index=len(self._items), item=dict(item)))
         return out
 
@@ -530,9 +551,9 @@ class ResponsesStream:
         self._open = None
         at = len(self._items)
         out = []
+        text = "".join(self._text)
+        self._text = []
         if kind == "message":
-            text = "".join(self._text)
-            self._text = []
             item = _message_item(text, item["id"])
             out.append(
                 self._event(
@@ -554,8 +575,6 @@ class ResponsesStream:
                 )
             )
         elif kind == "reasoning":
-            text = "".join(self._text)
-            self._text = []
             item = _reasoning_item(text, item["id"])
             out.append(
                 self._event(
@@ -567,7 +586,7 @@ class ResponsesStream:
                 )
             )
         else:
-            item = {**item, "status": "completed"}
+            item = {**item, "arguments": text, "status": "completed"}
             out.append(
                 self._event(
                     "response.function_call_arguments.done",

@@ -96,3 +96,32 @@ def test_the_fast_path_takes_the_writer_s_text_and_argument_chunks_only() -> Non
     taken = [t._fast(t._wire.stream, c) is not None for c in chunks if c.startswith(t._prefix)]
     # role: no; 4 texts: yes; call start: no; 3 fragments: yes; call start: no; fragment: yes; finish: no
     assert taken == [False, True, True, True, True, False, True, True, True, False, True, False]
+
+
+def _split(chunks: list[bytes], how: str) -> list[bytes]:
+    """The same stream sent in other bodies than one event each."""
+    if how == "joined":
+        return [b"".join(chunks)]
+    if how == "bytes":  # one byte per body: every line, and every multi-byte character, split
+        return [bytes([b]) for b in b"".join(chunks)]
+    if how == "halves":
+        return [part for c in chunks for part in (c[: len(c) // 2], c[len(c) // 2 :])]
+    if how == "crlf":  # line ends the decoder must read, one event per body
+        return [c.replace(b"\n", b"\r\n") for c in chunks]
+    if how == "lines":  # the first text event as two data lines, in two bodies: one event, not two
+        at = chunks[1].index(b",")
+        return [chunks[0], chunks[1][: at + 1] + b"\n", b"data: " + chunks[1][at + 1 :], *chunks[2:]]
+    # "mixed": the first text event split, the next two in one body, the rest one event each
+    return [chunks[0], chunks[1][:9], chunks[1][9:] + chunks[2] + chunks[3], *chunks[4:]]
+
+
+@pytest.mark.parametrize("how", ["joined", "bytes", "halves", "crlf", "lines", "mixed"])
+@pytest.mark.parametrize("wire_type", [_Messages, _Responses], ids=["messages", "responses"])
+def test_any_split_of_the_stream_writes_the_same_events(
+    wire_type: Any, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks = _stream_bytes()
+    _fixed_ids(monkeypatch)
+    expected = _reference(wire_type({"model": "m"}), chunks)
+    _fixed_ids(monkeypatch)
+    assert _translated(wire_type({"model": "m"}), _split(chunks, how)) == expected

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _messages, _responses
 from ._respond import error_body, send_json
-from ._sse import SSEDecoder
+from ._sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder
 
 if TYPE_CHECKING:
     from ._app import ProxyApp
@@ -109,7 +109,7 @@ def _writer_prefix(data: str) -> str:
 class _Translating:
     """``send`` for the chat handler: what it sends, translated into the protocol's own form."""
 
-    __slots__ = ("_body", "_decoder", "_headers", "_inner", "_prefix", "_status", "_wire")
+    __slots__ = ("_body", "_decoder", "_headers", "_idle", "_inner", "_prefix", "_status", "_wire")
 
     def __init__(self, inner: Any, wire: Wire) -> None:
         self._inner = inner  # the app's _Responder
@@ -118,6 +118,7 @@ class _Translating:
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._decoder: SSEDecoder | None = None
+        self._idle = True  # the decoder holds no part of an event (all fed so far ended with a blank line)
         self._prefix = ""  # the chat writer's bytes before each delta, learnt from the first chunk
 
     @property
@@ -155,40 +156,60 @@ class _Translating:
             if not more:
                 await self._finish_json()
             return
+        if (
+            more
+            and self._idle
+            and chunk[:6] == b"data: "
+            and chunk[-2:] == b"\n\n"
+            and chunk.count(b"\n") == 2
+            and b"\r" not in chunk
+            and len(chunk) - 2 <= DEFAULT_MAX_LINE_BYTES
+            and self._decoder.error is None
+        ):  # one whole single-line event, as the chat writer sends them: what the decoder would return
+            try:
+                data = chunk[6:-2].decode("utf-8")
+            except UnicodeDecodeError:
+                pass  # the decoder raises it
+            else:
+                await self._inner(
+                    {"type": "http.response.body", "body": self._event(data), "more_body": True}
+                )
+                return
         events = self._decoder.feed(chunk) if chunk else []
+        self._idle = self._idle if not chunk else chunk[-2:] == b"\n\n"
         if not more:
             events += self._decoder.close()
-        out: list[Any] = []
-        stream = self._wire.stream
-        for event in events:
-            data = event.data
-            if data == "[DONE]":
-                out.extend(stream.close())
-                continue
-            if self._prefix and data.startswith(self._prefix):
-                fast = self._fast(stream, data)
-                if fast is not None:
-                    out.extend(fast)
-                    continue
-            try:
-                obj = json.loads(data)
-            except ValueError:
-                continue
-            if not self._prefix:
-                self._prefix = _writer_prefix(data)
-            out.extend(stream.feed(obj))
-        await self._inner({"type": "http.response.body", "body": self._wire.encode(out), "more_body": more})
+        body = b"".join([self._event(event.data) for event in events])
+        await self._inner({"type": "http.response.body", "body": body, "more_body": more})
 
-    def _fast(self, stream: Any, data: str) -> list[Any] | None:
-        """The events of a chunk whose delta is one text run or one arguments fragment, read without
-        ``json.loads`` of the whole chunk (``None``: any other chunk, read in full). Sound whatever the
-        chunk: the writer's fixed bytes must surround exactly one JSON string (and a decimal index)."""
+    def _event(self, data: str) -> bytes:
+        """The protocol's encoded events for one chat SSE event's ``data``."""
+        stream: Any = self._wire.stream
+        if data == "[DONE]":
+            return self._wire.encode(stream.close())
+        if self._prefix and data.startswith(self._prefix):
+            fast = self._fast(stream, data)
+            if fast is not None:
+                return fast
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return b""
+        if not self._prefix:
+            self._prefix = _writer_prefix(data)
+        return self._wire.encode(stream.feed(obj))
+
+    def _fast(self, stream: Any, data: str) -> bytes | None:
+        """The encoded events of a chunk whose delta is one text run or one arguments fragment, read without
+        ``json.loads`` of the whole chunk and written without event dicts (``text_sse``/``arguments_sse``;
+        ``None``: any other chunk, read in full). Sound whatever the chunk: the writer's fixed bytes must
+        surround exactly one JSON string (and a decimal index)."""
         start = len(self._prefix)
         if not data.endswith(_TAIL):
             return None
         if data.startswith(_CONTENT, start):
             text = _string(data, start + len(_CONTENT), len(data) - len(_TAIL))
-            return None if text is None else stream.text(text)
+            return None if text is None else stream.text_sse(text)
         if data.startswith(_ARGUMENTS, start) and data.endswith(_ARGUMENTS_TAIL):
             at = start + len(_ARGUMENTS)
             mid = data.find(_ARGUMENTS_MID, at)
@@ -196,7 +217,7 @@ class _Translating:
             if mid < 0 or not (index.isdigit() and index.isascii()):
                 return None
             fragment = _string(data, mid + len(_ARGUMENTS_MID), len(data) - len(_ARGUMENTS_TAIL))
-            return None if fragment is None else stream.arguments(int(index), fragment)
+            return None if fragment is None else stream.arguments_sse(int(index), fragment)
         return None
 
     async def _finish_json(self) -> None:
