@@ -125,3 +125,19 @@ def test_any_split_of_the_stream_writes_the_same_events(
     expected = _reference(wire_type({"model": "m"}), chunks)
     _fixed_ids(monkeypatch)
     assert _translated(wire_type({"model": "m"}), _split(chunks, how)) == expected
+
+
+def test_the_one_event_body_path_takes_the_writer_s_text_and_argument_bodies_only() -> None:
+    chunks = _stream_bytes()
+    t = _Translating(None, _Messages({"model": "m"}))
+    t._event(chunks[0][6:-2].decode())  # the role chunk: read in full, the writer's bytes learnt
+    taken = [t._one(c) is not None for c in chunks[1:-1]]
+    # 4 texts: yes; call start: no; 3 fragments: yes; call start: no; fragment: yes; finish, usage: no
+    assert taken == [True] * 4 + [False] + [True] * 3 + [False, True, False, False]
+    text, fragment = chunks[1], chunks[6]
+    at = text.index(b'"plain') + 1
+    for bad in (b"\r", b"\n", b"\x00", b"\xff", b'"'):  # framing, control, not UTF-8, not one string
+        assert t._one(text[:at] + bad + text[at:]) is None
+    digit = fragment.index(b'"index":') + 8
+    assert t._one(fragment[:digit] + "\u0663".encode() + fragment[digit + 1 :]) is None  # a non-ASCII digit
+    assert t._one(text[:-1]) is None and t._one(fragment[:-1]) is None

@@ -86,6 +86,8 @@ _TAIL = '},"logprobs":null,"finish_reason":null}]}'
 _ARGUMENTS = '{"tool_calls":[{"index":'
 _ARGUMENTS_MID = ',"function":{"arguments":'
 _ARGUMENTS_TAIL = "}}]" + _TAIL
+_CONTENT_B, _ARGUMENTS_B, _ARGUMENTS_MID_B = _CONTENT.encode(), _ARGUMENTS.encode(), _ARGUMENTS_MID.encode()
+_TEXT_END, _ARGUMENTS_END = (_TAIL + "\n\n").encode(), (_ARGUMENTS_TAIL + "\n\n").encode()
 
 
 def _string(data: str, start: int, end: int) -> str | None:
@@ -99,6 +101,16 @@ def _string(data: str, start: int, end: int) -> str | None:
     return value if stop == end else None
 
 
+def _bytes_string(chunk: bytes, start: int, end: int) -> str | None:
+    """``_string`` of UTF-8 ``chunk[start:end]``."""
+    try:
+        data = chunk[start:end].decode("utf-8")
+        value, stop = scanstring(data, 1)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return value if stop == len(data) and data[0] == '"' else None
+
+
 def _writer_prefix(data: str) -> str:
     """The bytes before a chunk's delta (``id``, ``object``, ``created``, ``model``...: the same for every
     chunk of one response), or ``""`` when ``data`` is not shaped as the writer writes it."""
@@ -109,7 +121,18 @@ def _writer_prefix(data: str) -> str:
 class _Translating:
     """``send`` for the chat handler: what it sends, translated into the protocol's own form."""
 
-    __slots__ = ("_body", "_decoder", "_headers", "_idle", "_inner", "_prefix", "_status", "_wire")
+    __slots__ = (
+        "_arguments_head",
+        "_body",
+        "_decoder",
+        "_headers",
+        "_idle",
+        "_inner",
+        "_prefix",
+        "_status",
+        "_text_head",
+        "_wire",
+    )
 
     def __init__(self, inner: Any, wire: Wire) -> None:
         self._inner = inner  # the app's _Responder
@@ -120,6 +143,8 @@ class _Translating:
         self._decoder: SSEDecoder | None = None
         self._idle = True  # the decoder holds no part of an event (all fed so far ended with a blank line)
         self._prefix = ""  # the chat writer's bytes before each delta, learnt from the first chunk
+        self._text_head = b""  # the bytes before a text run in a body of one event (``_one``)
+        self._arguments_head = b""  # and before an arguments fragment's index
 
     @property
     def started(self) -> bool:
@@ -138,6 +163,16 @@ class _Translating:
         return int(self._inner.status)
 
     async def __call__(self, message: Any) -> None:
+        if (
+            self._idle
+            and self._text_head
+            and message["type"] == "http.response.body"
+            and message.get("more_body")
+        ):
+            body = self._one(message.get("body", b""))  # first: the common case, a text or arguments event
+            if body is not None:
+                await self._inner({"type": "http.response.body", "body": body, "more_body": True})
+                return
         if message["type"] == "http.response.start":
             self._status = int(message["status"])
             headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"content-length"]
@@ -156,27 +191,11 @@ class _Translating:
             if not more:
                 await self._finish_json()
             return
-        if (
-            more
-            and self._idle
-            and chunk[:6] == b"data: "
-            and chunk[-2:] == b"\n\n"
-            and chunk.count(b"\n") == 2
-            and b"\r" not in chunk
-            and len(chunk) - 2 <= DEFAULT_MAX_LINE_BYTES
-            and self._decoder.error is None
-        ):  # one whole single-line event, as the chat writer sends them: what the decoder would return
-            try:
-                data = chunk[6:-2].decode("utf-8")
-            except UnicodeDecodeError:
-                pass  # the decoder raises it
-            else:
-                await self._inner(
-                    {"type": "http.response.body", "body": self._event(data), "more_body": True}
-                )
-                return
-        events = self._decoder.feed(chunk) if chunk else []
-        self._idle = self._idle if not chunk else chunk[-2:] == b"\n\n"
+        events: list[Any] = []
+        if chunk:
+            self._idle = False  # a decoder that raises stays failed: never bypassed again
+            events = self._decoder.feed(chunk)
+            self._idle = chunk.endswith(b"\n\n") and self._decoder.error is None
         if not more:
             events += self._decoder.close()
         body = b"".join([self._event(event.data) for event in events])
@@ -197,7 +216,31 @@ class _Translating:
             return b""
         if not self._prefix:
             self._prefix = _writer_prefix(data)
+            if self._prefix and "\n" not in self._prefix:
+                head = b"data: " + self._prefix.encode()
+                self._text_head, self._arguments_head = head + _CONTENT_B, head + _ARGUMENTS_B
         return self._wire.encode(stream.feed(obj))
+
+    def _one(self, chunk: bytes) -> bytes | None:
+        """``_fast`` on the bytes of a body that is one whole text or arguments event of the writer's, before
+        the decoder (``None``: any other body, decoded). Sound as ``_fast``: the fixed bytes (no line break in
+        them) around exactly one JSON string (no raw control character in it) make one single-line event,
+        what the idle decoder would return, within its line cap."""
+        if len(chunk) - 2 > DEFAULT_MAX_LINE_BYTES or not chunk.endswith(_TEXT_END):
+            return None
+        if chunk.startswith(self._text_head):
+            text = _bytes_string(chunk, len(self._text_head), len(chunk) - len(_TEXT_END))
+            return None if text is None else self._wire.stream.text_sse(text)
+        if chunk.startswith(self._arguments_head) and chunk.endswith(_ARGUMENTS_END):
+            at = len(self._arguments_head)
+            mid = chunk.find(_ARGUMENTS_MID_B, at)
+            index = chunk[at:mid]
+            if mid < 0 or not index.isdigit():  # bytes.isdigit: ASCII digits only
+                return None
+            end = len(chunk) - len(_ARGUMENTS_END)
+            fragment = _bytes_string(chunk, mid + len(_ARGUMENTS_MID_B), end)
+            return None if fragment is None else self._wire.stream.arguments_sse(int(index), fragment)
+        return None
 
     def _fast(self, stream: Any, data: str) -> bytes | None:
         """The encoded events of a chunk whose delta is one text run or one arguments fragment, read without
