@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from ._exceptions import UpstreamError, UpstreamProtocolError
-from ._messages import ProtocolRefusal, _count, _dumps
+from ._messages import _count, _dumps
 
 __all__ = ["FINISH_REASONS", "MessagesReader", "chat_completion", "to_messages"]
 
@@ -39,7 +39,8 @@ def to_messages(original: dict[str, Any], chat: dict[str, Any], sent: int) -> di
     ``sent``: how many chat messages ``to_chat(original)`` made. The caller's own turns are kept as they came;
     only the turns the flow appended (a re-ask's failed assistant turn and its violation) are translated:
     ``tool_calls`` become ``tool_use`` blocks, ``role: tool`` messages ``tool_result`` blocks with
-    ``is_error: true`` (every tool message a re-ask adds is an error), a user message a text block. The
+    ``is_error: true`` (every tool message a re-ask adds is an error), a user message a text block; a call
+    whose arguments were no JSON object (streamed, cut) is a ``tool_use`` with an empty ``input``. The
     flow's ``max_tokens`` (grown for a truncation) and ``temperature`` (a runaway retry, clamped to
     Messages' 0..1) replace the original's; a chat-only ``seed`` has no Messages field and is not sent.
     """
@@ -57,8 +58,8 @@ def to_messages(original: dict[str, Any], chat: dict[str, Any], sent: int) -> di
                     args = json.loads(fn.get("arguments") or "{}")
                 except ValueError:
                     args = None
-                if not isinstance(args, dict):
-                    raise ProtocolRefusal("a re-asked call's arguments are not a JSON object", "messages")
+                if not isinstance(args, dict):  # not JSON (streamed): the tool_result says what was wrong
+                    args = {}
                 blocks.append({"type": "tool_use", "id": call["id"], "name": fn.get("name"), "input": args})
             new: dict[str, Any] = {"role": "assistant", "content": blocks or "(no answer)"}
         elif role == "tool":
@@ -151,12 +152,12 @@ def _get(obj: Any, name: str) -> Any:
 class MessagesReader:
     """A Messages upstream's stream events in (dicts, or the anthropic SDK's event objects), chat chunks out.
 
-    ``feed(event)`` returns the chat chunks (dicts) the event makes, often none: ``message_start`` the role
-    chunk, a ``tool_use`` block's start the call's first chunk (chat call indices count the ``tool_use``
-    blocks), each ``text_delta``/``input_json_delta``/``thinking_delta``/``signature_delta`` one chunk,
-    ``message_delta`` the finish chunk and the usage chunk. ``done`` turns true at ``message_stop``. An
-    ``error`` event raises ``UpstreamError``; a delta of a block never started, or a block kind the chat
-    view cannot carry, ``UpstreamProtocolError``."""
+    ``feed(event)`` returns the chat chunks (dicts) the event makes, often none (``message_start`` only
+    sets the id and the input tokens): a ``tool_use`` block's start the call's first chunk (chat call
+    indices count the ``tool_use`` blocks), each ``text_delta``/``input_json_delta``/``thinking_delta``/
+    ``signature_delta`` one chunk, ``message_delta`` the finish chunk and the usage chunk. ``done`` turns
+    true at ``message_stop``. An ``error`` event raises ``UpstreamError``; a delta of a block never
+    started, or a block kind the chat view cannot carry, ``UpstreamProtocolError``."""
 
     __slots__ = ("_blocks", "_calls", "_id", "_input", "done")
 
@@ -203,7 +204,7 @@ class MessagesReader:
             if isinstance(message_id, str):
                 self._id = "chatcmpl-" + message_id.removeprefix("msg_")
             self._input = _count(_get(_get(message, "usage"), "input_tokens"))
-            return [self._chunk({"role": "assistant", "content": ""})]
+            return []  # nothing to judge: the caller's stream starts with what is released first
         if kind == "message_delta":
             reason = _get(_get(event, "delta"), "stop_reason")
             output = _count(_get(_get(event, "usage"), "output_tokens"))

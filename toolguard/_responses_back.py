@@ -120,8 +120,8 @@ _CUT = {"max_output_tokens": "length", "content_filter": "content_filter"}
 class ResponsesReader:
     """A Responses upstream's stream events in (dicts, or the openai SDK's event objects), chat chunks out.
 
-    ``feed(event)`` returns the chat chunks (dicts) the event makes, often none: ``response.created`` the
-    role chunk, a ``function_call`` item's ``output_item.added`` the call's first chunk (chat call indices
+    ``feed(event)`` returns the chat chunks (dicts) the event makes, often none (``response.created`` only
+    sets the ids), a ``function_call`` item's ``output_item.added`` the call's first chunk (chat call indices
     count the function calls), each ``output_text.delta``/``function_call_arguments.delta``/
     ``reasoning_text.delta`` one chunk, ``response.completed``/``response.incomplete`` the finish chunk and
     the usage chunk (``done`` turns true). ``response.failed`` and ``error`` raise ``UpstreamError``; an
@@ -166,7 +166,7 @@ class ResponsesReader:
             if isinstance(rid, str):
                 self.response_id = rid
                 self._id = "chatcmpl-" + rid.removeprefix("resp_")
-            return [self._chunk({"role": "assistant", "content": ""})]
+            return []
         if kind in ("response.completed", "response.incomplete"):
             return self._end(_get(event, "response"))
         if kind in ("response.failed", "error"):

@@ -124,8 +124,9 @@ def test_plain_text_passes_and_the_rest_is_delegated(claude: Any, upstream: Scri
     assert wrapped.base_url == claude.base_url
     with pytest.raises(UsageError):
         toolguard.wrap(wrapped)
-    with pytest.raises(UsageError):
-        _create(wrapped, stream=True)
+    upstream.script(Reply.text("It is sunny."))
+    events = list(_create(wrapped, stream=True))  # streamed cases: test_sdk_protocol_streams.py
+    assert [e.type for e in events][-1] == "message_stop"
 
 
 @pytest.mark.anyio

@@ -92,9 +92,13 @@ def test_a_truncated_call_is_retried_with_more_room(client: Any, upstream: Scrip
     assert second["max_output_tokens"] > first["max_output_tokens"] == 40
 
 
-def test_stream_is_refused_for_now(client: Any) -> None:
+def test_stream_returns_the_sdks_own_events(client: Any, upstream: ScriptedUpstream) -> None:
+    """(Every streamed case is in test_sdk_protocol_streams.py.)"""
+    upstream.script(h.good())
+    stream = _create(toolguard.wrap(client), stream=True)
+    assert [e.type for e in stream][-1] == "response.completed" and guard_report(stream) is not None
     with pytest.raises(UsageError):
-        _create(toolguard.wrap(client), stream=True)
+        toolguard.wrap(client).responses.stream(model="m", input=ASK, text_format=dict)
 
 
 @pytest.mark.anyio

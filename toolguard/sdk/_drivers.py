@@ -46,6 +46,8 @@ def guard_report(obj: Any) -> GuardReport | None:
     report = getattr(obj, REPORT_ATTRIBUTE, None)
     if report is None and isinstance(obj, GuardedStream | AsyncGuardedStream):
         report = obj.report
+    if report is None and hasattr(obj, "_raw_stream"):  # the SDK's stream helper around a guarded stream
+        report = getattr(obj._raw_stream, REPORT_ATTRIBUTE, None)
     return report
 
 

@@ -8,8 +8,10 @@ own terms) and sent with the real endpoint's ``create``; what comes back is read
 chat completion (``chat_completion``). The accepted answer, with the Guard's repairs (``sdk._delivered``),
 is translated back (``answer``) and validated into the SDK's own type, its ``GuardReport`` attached. A
 field the SDK's ``create`` does not take (the 2026 anthropic SDK has no ``temperature``) rides in
-``extra_body``, so a retry's sampling still reaches the server. Non-stream only: ``stream=True`` is a
-``UsageError``. The sync and async twins differ only in their ``perform``.
+``extra_body``, so a retry's sampling still reaches the server. ``create(stream=True)`` and ``.stream()``
+are ``sdk._translated_stream``'s: the same flow and requests, each upstream stream read through the
+protocol's reader and the release gate, the SDK's own events and stream managers returned. The sync and
+async twins differ only in their ``perform``.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from typing import Any
 
 from .. import _messages, _messages_back, _responses, _responses_back
 from .._drive import adrive, drive
-from .._exceptions import UsageError
+from .._exceptions import ToolguardError, UpstreamProtocolError, UsageError
 from .._openai import parse_retry_after
 from .._reask import Attempt, Backoff, FlowResult, Outcome, RetryFlow, UpstreamFailure
 from ._delivered import delivered
 from ._drivers import GuardReport, _attach, _feed_completion
+from ._translated_stream import AsyncGuardedEventStream, GuardedEventStream, _Base, _Session
 
 __all__ = ["MESSAGES", "RESPONSES", "AsyncTranslated", "Protocol", "SyncTranslated"]
 
@@ -62,9 +65,17 @@ def _anthropic_failure(exc: BaseException) -> UpstreamFailure | None:
     import anthropic
 
     if isinstance(exc, anthropic.APIStatusError):
+        if exc.status_code == 200:  # an ``error`` event inside a stream (overloaded...): retried
+            return UpstreamFailure(exc)
         return UpstreamFailure(exc, exc.status_code, parse_retry_after(exc.response.headers))
     if isinstance(exc, anthropic.APIConnectionError):
         return UpstreamFailure(exc)
+    if type(exc).__module__.split(".")[0] in ("httpx", "httpx2"):  # a stream's transport error, raised raw
+        return UpstreamFailure(exc)
+    if isinstance(exc, ValueError) and not isinstance(exc, ToolguardError):  # a malformed SSE payload
+        error = UpstreamProtocolError(f"the upstream sent a malformed stream event: {exc}")
+        error.__cause__ = exc
+        return UpstreamFailure(error)
     return None
 
 
@@ -117,8 +128,7 @@ class _Translated:
         self, kwargs: dict[str, Any]
     ) -> tuple[RetryFlow, Callable[[Attempt], dict[str, Any]], dict[str, Any]]:
         p = self._protocol
-        if kwargs.get("stream"):
-            raise UsageError(f"toolguard guards {p.name} create without stream=True only (so far)")
+        kwargs = {k: v for k, v in kwargs.items() if k != "stream"}
         options = {k: v for k, v in kwargs.items() if k in _SDK_OPTIONS}
         original = {k: v for k, v in kwargs.items() if k not in _SDK_OPTIONS}
         try:
@@ -139,6 +149,40 @@ class _Translated:
 
         return flow, request, original
 
+    def _events(self, kwargs: dict[str, Any], cls: type[_Base]) -> Any:
+        """The guarded stream of the SDK's own events for ``create(stream=True)``."""
+        flow, request, original = self._start(kwargs)
+        session = _Session(flow, self._protocol.name, original)
+        return cls(self._raw.create, request, self._protocol.failure, session)
+
+    def _manager(self, kwargs: dict[str, Any], api_request: Any) -> Any:
+        """The SDK's own stream manager (``.stream()``) around ``api_request``."""
+        if self._protocol.name == "Messages":
+            from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
+
+            messages: Any = (
+                AsyncMessageStreamManager if isinstance(self, AsyncTranslated) else MessageStreamManager
+            )
+            return messages(api_request, output_format=anthropic_not_given())
+        import openai
+        from openai.lib.streaming.responses import AsyncResponseStreamManager, ResponseStreamManager
+
+        responses: Any = (
+            AsyncResponseStreamManager if isinstance(self, AsyncTranslated) else ResponseStreamManager
+        )
+        return responses(
+            api_request,
+            text_format=openai.omit,
+            input_tools=kwargs.get("tools") or openai.omit,
+            starting_after=None,
+        )
+
+    def _stream_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        for name in ("text_format", "output_format", "stream"):
+            if kwargs.get(name) is not None:
+                raise UsageError(f"toolguard's guarded {self._protocol.name} stream() takes no {name}")
+        return {k: v for k, v in kwargs.items() if k not in ("text_format", "output_format", "stream")}
+
     def _read(self, action: Attempt, answer: Any) -> Outcome:
         data = answer if isinstance(answer, dict) else answer.model_dump()
         return _feed_completion(action, self._protocol.chat_completion(data))
@@ -154,6 +198,8 @@ class SyncTranslated(_Translated):
         """``create`` guarded: same arguments, the SDK's own return type (see ``toolguard.wrap``)."""
         import time
 
+        if kwargs.get("stream"):
+            return self._events(kwargs, GuardedEventStream)
         flow, request, original = self._start(kwargs)
 
         def perform(action: Attempt | Backoff) -> Outcome:
@@ -171,12 +217,19 @@ class SyncTranslated(_Translated):
 
         return self._answer(drive(flow.run(), perform), original)
 
+    def stream(self, **kwargs: Any) -> Any:
+        """``.stream()`` guarded: the SDK's own ``MessageStreamManager`` / ``ResponseStreamManager``."""
+        kwargs = self._stream_kwargs(kwargs)
+        return self._manager(kwargs, lambda: self._events(kwargs, GuardedEventStream))
+
 
 class AsyncTranslated(_Translated):
     async def create(self, **kwargs: Any) -> Any:
         """``await create`` guarded: the async twin, only ``aperform`` differs."""
         import anyio
 
+        if kwargs.get("stream"):
+            return self._events(kwargs, AsyncGuardedEventStream)
         flow, request, original = self._start(kwargs)
 
         async def aperform(action: Attempt | Backoff) -> Outcome:
@@ -193,3 +246,14 @@ class AsyncTranslated(_Translated):
             return self._read(action, answer)
 
         return self._answer(await adrive(flow.run(), aperform), original)
+
+    def stream(self, **kwargs: Any) -> Any:
+        """``.stream()`` guarded: the SDK's own async stream manager (``async with``)."""
+        kwargs = self._stream_kwargs(kwargs)
+        return self._manager(kwargs, self.create(**kwargs, stream=True))
+
+
+def anthropic_not_given() -> Any:
+    import anthropic
+
+    return anthropic.NOT_GIVEN
