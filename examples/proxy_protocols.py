@@ -75,14 +75,18 @@ def run(root: str, model: str) -> None:
 
 
 def demo() -> None:
-    """The scripted chat upstream (tests/support) and the proxy in this process, on 127.0.0.1."""
+    """The scripted chat upstream (tests/support; chat-only: the proxy finds it lacks /v1/messages and
+    /v1/responses and translates) and the proxy in this process, on 127.0.0.1."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.proxy.proxy_server import ProxyServer
     from tests.support import Reply, ScriptedUpstream
 
     broken = Reply.call("get_weather", '{"city": "Paris", ', '"unit": "kelvin"}')
     fixed = Reply.call("get_weather", '{"city": "Paris", ', '"unit": "celsius"}')
-    with ScriptedUpstream() as upstream, ProxyServer(upstream=upstream.base_url, engine="generic") as proxy:
+    with (
+        ScriptedUpstream(chat_only=True) as upstream,
+        ProxyServer(upstream=upstream.base_url, engine="generic") as proxy,
+    ):
         upstream.script(*[broken, fixed] * 4)
         run(proxy.root, "scripted-model")
         print(

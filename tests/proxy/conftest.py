@@ -49,6 +49,25 @@ def _pass_proxy(_scripted: ScriptedUpstream) -> Iterator[ProxyServer]:
         yield proxy
 
 
+@pytest.fixture(scope="session")
+def _chat_only() -> Iterator[ScriptedUpstream]:
+    """A scripted upstream without /v1/messages and /v1/responses (404): the proxy translates over chat."""
+    with ScriptedUpstream(chat_only=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _hold_chat_only(_chat_only: ScriptedUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream=_chat_only.base_url, mode="hold", read_timeout=1.0, **FAST) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def _pass_chat_only(_chat_only: ScriptedUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream=_chat_only.base_url, mode="pass", read_timeout=1.0, **FAST) as proxy:
+        yield proxy
+
+
 @pytest.fixture
 def hold(_hold_proxy: ProxyServer, upstream: ScriptedUpstream) -> ProxyServer:
     return _hold_proxy

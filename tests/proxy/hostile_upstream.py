@@ -12,7 +12,8 @@ JSON completion), ``status`` (``Fault("status", status=503, retry_after=0)``), `
 ``close_before_headers``, ``close_mid_stream`` (after ``events`` SSE events), ``no_newline`` (a ``data:`` line
 of ``size`` bytes without a line break), ``hang`` (``delay`` seconds before the headers), ``slow_first_byte``
 (headers, then ``delay`` seconds), ``bad_json`` (a ``data:`` event that is not JSON), ``drip`` (``events``
-content chunks ``delay`` seconds apart; ``aborted`` counts those whose reader went away).
+content chunks ``delay`` seconds apart, as chat chunks, or as the protocol's text deltas on ``/v1/messages``
+and ``/v1/responses``; ``aborted`` counts those whose reader went away).
 """
 
 from __future__ import annotations
@@ -98,6 +99,29 @@ def _completion(fault: Fault) -> bytes:
     return json.dumps(body).encode()
 
 
+def _drip(path: str, base: dict[str, Any]) -> tuple[bytes, bytes]:
+    """(one ``tick `` text event, what opens the stream) in the protocol ``path`` names."""
+    if path.endswith("/messages"):
+        start = {"type": "message_start", "message": {"id": "msg_hostile", "usage": {"input_tokens": 5}}}
+        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "tick "}}
+        return (
+            b"event: content_block_delta\ndata: " + json.dumps(delta).encode() + b"\n\n",
+            b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n",
+        )
+    if path.endswith("/responses"):
+        created = {"type": "response.created", "response": {"id": "resp_hostile"}}
+        delta = {"type": "response.output_text.delta", "item_id": "msg_1", "delta": "tick "}
+        return (
+            b"event: response.output_text.delta\ndata: " + json.dumps(delta).encode() + b"\n\n",
+            b"event: response.created\ndata: " + json.dumps(created).encode() + b"\n\n",
+        )
+    chunk = {
+        **base,
+        "choices": [{"index": 0, "delta": {"content": "tick "}, "logprobs": None, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n", b""
+
+
 class HostileUpstream:
     """A fake upstream on raw sockets (see the module docstring). Use as a context manager."""
 
@@ -168,7 +192,8 @@ class HostileUpstream:
                 with self._lock:
                     n = self.requests
                     self.requests += 1
-                keep = await self._answer(writer, self.plan(n, body), body)
+                path = lines[0].split(" ")[1] if lines[0].count(" ") >= 2 else "/"
+                keep = await self._answer(writer, self.plan(n, body), body, path)
                 await writer.drain()
                 if not keep:
                     return
@@ -179,7 +204,7 @@ class HostileUpstream:
                 self.open_connections -= 1
             writer.close()
 
-    async def _answer(self, w: asyncio.StreamWriter, fault: Fault, body: Any) -> bool:
+    async def _answer(self, w: asyncio.StreamWriter, fault: Fault, body: Any, path: str = "/") -> bool:
         """Write the answer; return whether the connection may be reused."""
         stream = isinstance(body, dict) and bool(body.get("stream"))
         include_usage = stream and bool((body.get("stream_options") or {}).get("include_usage"))
@@ -238,9 +263,11 @@ class HostileUpstream:
                 "created": 1,
                 "model": "hostile",
             }
+            tick, prelude = _drip(path, base)
+            if prelude:
+                w.write(_chunk(prelude))
             for _ in range(fault.events):
-                delta = {"index": 0, "delta": {"content": "tick "}, "logprobs": None, "finish_reason": None}
-                w.write(_chunk(b"data: " + json.dumps({**base, "choices": [delta]}).encode() + b"\n\n"))
+                w.write(_chunk(tick))
                 try:
                     await w.drain()
                 except ConnectionError:

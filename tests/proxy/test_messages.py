@@ -1,8 +1,9 @@
-"""``POST /v1/messages`` with the official anthropic SDK: the proxy translates over the scripted upstream.
+"""``POST /v1/messages`` with the official anthropic SDK, in both upstream modes (``protocol_modes``):
+native (the scripted upstream's own ``/v1/messages``) and translated (a chat-only upstream).
 
 Every answer is judged by the same Guard and gate as the chat path; these tests check what the anthropic
-client sees (typed blocks, stop reasons, typed exceptions) and what the upstream was asked (the chat
-translation).
+client sees (typed blocks, stop reasons, typed exceptions) and what the upstream was asked (the request as
+the client sent it plus the flow's additions in Messages terms, or the chat translation).
 """
 
 from __future__ import annotations
@@ -15,13 +16,22 @@ import pytest
 from tests.support import Reply, ScriptedUpstream
 from tests.support.weather import MESSAGES, WEATHER_MESSAGES_TOOL
 
+from . import protocol_modes as modes
 from .helpers import LOOP_UNIT, bad_schema, good, runaway_content, truncated
+from .protocol_modes import guarded
 from .proxy_server import ProxyServer
 
 anthropic = pytest.importorskip("anthropic")
 
 TOOL = WEATHER_MESSAGES_TOOL
 ASK = MESSAGES
+
+# every test here runs against a native and a chat-only upstream
+upstream_mode, upstream, hold, passing = modes.upstream_mode, modes.upstream, modes.hold, modes.passing
+
+
+def _sent(upstream: ScriptedUpstream) -> list[Any]:
+    return guarded(upstream, "messages")
 
 
 def _client(proxy: ProxyServer) -> Any:
@@ -65,7 +75,12 @@ def test_a_valid_call_is_a_tool_use_block(hold: ProxyServer, upstream: ScriptedU
     assert block.type == "tool_use" and block.name == "get_weather"
     assert block.input == {"city": "Paris", "unit": "c"}
     assert (message.usage.input_tokens, message.usage.output_tokens) == (12, 7)
-    sent = upstream.chat_requests[0].body
+    assert raw.headers["x-toolguard-protocol"] == ("translated" if upstream.chat_only else "native")
+    [request] = _sent(upstream)
+    sent = request.body
+    if not upstream.chat_only:  # the request as the client sent it
+        assert sent == {"model": "m", "max_tokens": 256, "messages": ASK, "tools": [TOOL]}
+        return
     assert sent["tools"][0] == {
         "type": "function",
         "function": {
@@ -83,9 +98,18 @@ def test_an_invalid_call_is_re_asked_then_valid(hold: ProxyServer, upstream: Scr
     assert raw.headers["x-toolguard-retries"] == "1"
     message = raw.parse()
     assert message.stop_reason == "tool_use" and message.content[-1].input == {"city": "Paris", "unit": "c"}
-    assert len(upstream.chat_requests) == 2
-    reask = upstream.chat_requests[1].body["messages"]
-    assert any(m["role"] == "tool" for m in reask)  # the violation went back as a tool result
+    assert len(_sent(upstream)) == 2
+    reask = _sent(upstream)[1].body["messages"]
+    if upstream.chat_only:
+        assert any(m["role"] == "tool" for m in reask)  # the violation went back as a tool result
+        return
+    # in Messages terms: the failed tool_use, then a tool_result with is_error carrying the violation
+    assert reask[: len(ASK)] == ASK
+    [use] = reask[-2]["content"]
+    [result] = reask[-1]["content"]
+    assert use["type"] == "tool_use" and use["input"] == {"city": "Paris", "unit": "kelvin"}
+    assert result["type"] == "tool_result" and result["tool_use_id"] == use["id"] and result["is_error"]
+    assert "get_weather" in result["content"] and "/unit" in result["content"]
 
 
 def test_a_call_invalid_on_every_attempt_is_a_typed_422(
@@ -99,11 +123,18 @@ def test_a_call_invalid_on_every_attempt_is_a_typed_422(
     assert "kelvin" in json.dumps(body["error"]["toolguard"])
 
 
+def _truncated(upstream: ScriptedUpstream) -> Reply:
+    """A call cut by max_tokens (a Messages upstream's cut ``tool_use`` carries what input parsed)."""
+    if upstream.chat_only:
+        return truncated()
+    return Reply.call("get_weather", '{"city": "Pa"}', finish_reason="length")
+
+
 def test_truncation_is_max_tokens_and_never_a_call(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
-    upstream.script(truncated(), truncated())
+    upstream.script(_truncated(upstream), _truncated(upstream))
     raw = _create(hold, max_tokens=10)
     assert raw.headers["x-toolguard-verdict"] == "truncated"
-    assert upstream.chat_requests[1].body["max_tokens"] == 20  # the chat flow's own retry, in Messages terms
+    assert _sent(upstream)[1].body["max_tokens"] == 20  # the chat flow's own retry, in Messages terms
     message = raw.parse()
     assert message.stop_reason == "max_tokens"
     assert not [b for b in message.content if b.type == "tool_use"]
@@ -153,6 +184,10 @@ def test_history_with_tool_use_and_tool_result(hold: ProxyServer, upstream: Scri
     ]
     message = _create(hold, messages=history, system="Be brief.").parse()
     assert message.stop_reason == "end_turn" and message.content[0].text == "It is 18C in Paris."
+    if not upstream.chat_only:  # the turns as they came
+        assert _sent(upstream)[0].body["messages"] == history
+        assert _sent(upstream)[0].body["system"] == "Be brief."
+        return
     sent = upstream.chat_requests[0].body["messages"]
     assert sent[0] == {"role": "system", "content": "Be brief."}
     assert sent[2]["tool_calls"][0]["id"] == "toolu_1"
@@ -172,13 +207,13 @@ def test_history_with_tool_use_and_tool_result(hold: ProxyServer, upstream: Scri
 def test_tool_choice(hold: ProxyServer, upstream: ScriptedUpstream, choice: Any, chat: Any) -> None:
     upstream.script(Reply.text("No tool.") if choice["type"] == "none" else good())
     _create(hold, tool_choice=choice)
-    assert upstream.chat_requests[0].body["tool_choice"] == chat
+    assert _sent(upstream)[0].body["tool_choice"] == (chat if upstream.chat_only else choice)
 
 
 def test_tool_choice_any_refuses_a_text_answer(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
     upstream.script(Reply.text("I will not call it."), good())
     message = _create(hold, tool_choice={"type": "any"}).parse()
-    assert message.stop_reason == "tool_use" and len(upstream.chat_requests) == 2
+    assert message.stop_reason == "tool_use" and len(_sent(upstream)) == 2
 
 
 def test_what_cannot_be_translated_is_a_typed_400(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
@@ -186,7 +221,7 @@ def test_what_cannot_be_translated_is_a_typed_400(hold: ProxyServer, upstream: S
         _create(hold, tools=[{"type": "web_search_20250305", "name": "web_search"}])
     assert info.value.body["error"]["type"] == "invalid_request_error"
     assert "web_search" in info.value.body["error"]["message"]
-    assert not upstream.chat_requests
+    assert not upstream.requests
 
 
 def test_an_upstream_error_keeps_its_status(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
@@ -210,13 +245,15 @@ def test_stream_a_call(mode: str, request: pytest.FixtureRequest, upstream: Scri
     assert message.content[0].text == "Let me check. "
     assert message.content[1].input == {"city": "Paris", "unit": "c"}
     assert message.usage.output_tokens > 0
+    [request] = _sent(upstream)
+    assert request.body["stream"] is True
 
 
 def test_stream_re_ask(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
     upstream.script(bad_schema(), good())
     _, message = _stream(hold)
     assert message.stop_reason == "tool_use" and message.content[-1].input == {"city": "Paris", "unit": "c"}
-    assert len(upstream.chat_requests) == 2
+    assert len(_sent(upstream)) == 2
 
 
 def test_stream_pass_mode_ends_a_shown_invalid_call_with_an_error_event(
@@ -226,11 +263,11 @@ def test_stream_pass_mode_ends_a_shown_invalid_call_with_an_error_event(
     with pytest.raises(anthropic.APIStatusError) as info:
         _stream(passing)
     assert info.value.body["type"] == "error" and info.value.body["error"]["code"] == "rejected"
-    assert len(upstream.chat_requests) == 1  # what was shown cannot be taken back: no invisible retry
+    assert len(_sent(upstream)) == 1  # what was shown cannot be taken back: no invisible retry
 
 
 def test_stream_truncation(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
-    upstream.script(truncated(), truncated())
+    upstream.script(truncated(), truncated())  # streamed, a cut input is a cut partial_json either way
     _, message = _stream(hold, max_tokens=10)
     assert message.stop_reason == "max_tokens" and not [b for b in message.content if b.type == "tool_use"]
 
@@ -283,7 +320,9 @@ def test_reasoning_is_a_thinking_block_never_judged(
     assert [b.type for b in message.content] == ["thinking", "tool_use"]
     assert message.content[0].thinking == REASONING
     assert message.content[1].input == {"city": "Paris"} and message.stop_reason == "tool_use"
-    assert len(upstream.chat_requests) == 1
+    assert len(_sent(upstream)) == 1
+    # a Messages upstream's signature comes back unchanged (the client sends it again next turn)
+    assert message.content[0].signature == ("" if upstream.chat_only else Reply().signature)
 
 
 def test_the_sdk_s_api_key_goes_upstream_as_the_bearer_token(
@@ -292,7 +331,10 @@ def test_the_sdk_s_api_key_goes_upstream_as_the_bearer_token(
     upstream.script(good())
     with anthropic.Anthropic(base_url=hold.root, api_key="sk-ant-test", max_retries=0, timeout=20) as client:
         client.messages.create(model="m", max_tokens=64, messages=ASK, tools=[TOOL])
-    headers = {k.lower(): v for k, v in upstream.chat_requests[0].headers.items()}
+    headers = {k.lower(): v for k, v in _sent(upstream)[0].headers.items()}
+    if not upstream.chat_only:  # a Messages upstream gets the Messages headers (version, betas) as they came
+        assert headers["authorization"] == "Bearer sk-ant-test" and headers["anthropic-version"]
+        return
     assert headers["authorization"] == "Bearer sk-ant-test"
     assert "x-api-key" not in headers and not [k for k in headers if k.startswith("anthropic-")]
 
@@ -308,7 +350,7 @@ def test_with_a_proxy_token_the_sdk_s_api_key_stays_here(make_proxy: Any, upstre
         timeout=20,
     ) as client:
         client.messages.create(model="m", max_tokens=64, messages=ASK, tools=[TOOL])
-    headers = {k.lower(): v for k, v in upstream.chat_requests[0].headers.items()}
+    headers = {k.lower(): v for k, v in _sent(upstream)[0].headers.items()}
     assert "x-api-key" not in headers and "authorization" not in headers
     with (
         anthropic.Anthropic(base_url=proxy.root, api_key="sk-ant-test", max_retries=0) as client,

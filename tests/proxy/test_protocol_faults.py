@@ -1,4 +1,5 @@
-"""Upstream faults and bad requests on ``/v1/messages`` and ``/v1/responses``: the chat tests' twins.
+"""Upstream faults and bad requests on ``/v1/messages`` and ``/v1/responses``: the chat tests' twins, in
+both upstream modes (``protocol_modes``: the protocol's own endpoint, or a chat-only upstream).
 
 The faults are the chat path's (``test_stream.py``), retried by the same flow; what these tests check is that
 each ends in the protocol's own form: the official client gets its answer, or raises its own typed exception,
@@ -17,6 +18,7 @@ import pytest
 
 from tests.support import Reply, ScriptedUpstream
 
+from . import protocol_modes as modes
 from .conftest import client_for
 from .helpers import assert_hung_up_on, good
 from .hostile_upstream import Fault, HostileUpstream
@@ -28,14 +30,18 @@ from .test_responses import TOOL as RESPONSES_TOOL
 
 anthropic = pytest.importorskip("anthropic")
 
+# every test here runs against a native and a chat-only upstream
+upstream_mode, upstream, hold, passing = modes.upstream_mode, modes.upstream, modes.hold, modes.passing
+
 FAULTS = [
     Reply.error(429, retry_after=0),
     Reply.error(500),
     Reply.error(503, retry_after=0.01),
     good(disconnect_after=1),
     good(malformed_after=2),
+    good(error_after=2),
 ]
-FAULT_IDS = ["429", "500", "503", "disconnect", "malformed"]
+FAULT_IDS = ["429", "500", "503", "disconnect", "malformed", "error-event"]
 #: (fault, stream): the HTTP faults both ways, the stream faults on streams
 CASES = [
     pytest.param(fault, stream, id=f"{name}-{'stream' if stream else 'plain'}")
@@ -86,7 +92,7 @@ def test_upstream_faults_are_retried(
 ) -> None:
     upstream.script(fault, good())
     assert _call_of(ask(hold, stream=stream)) == {"city": "Paris", "unit": "c"}
-    assert len(upstream.chat_requests) == 2
+    assert len(modes.guarded(upstream, ask.__name__.strip("_"))) == 2
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -97,7 +103,7 @@ def test_an_upstream_client_error_is_the_anthropic_type(
     with pytest.raises(anthropic.BadRequestError) as info:
         _messages(hold, stream=stream)
     assert info.value.body["type"] == "error" and "context length exceeded" in info.value.message
-    assert len(upstream.chat_requests) == 1
+    assert len(modes.guarded(upstream, "messages")) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -121,11 +127,14 @@ def test_retries_run_out(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
 def test_a_disconnect_after_visible_text_is_the_protocol_s_failure(
     hold: ProxyServer, upstream: ScriptedUpstream
 ) -> None:
-    upstream.script(Reply.text("The weather ", "in Paris ", "is", disconnect_after=3))
+    # after "in Paris ": the chat stream's third event; the Messages stream's fifth (message_start, ping,
+    # content_block_start first), the Responses stream's sixth (created, in_progress, item and part added)
+    at = {"messages": 5, "responses": 6} if not upstream.chat_only else {"messages": 3, "responses": 3}
+    upstream.script(Reply.text("The weather ", "in Paris ", "is", disconnect_after=at["messages"]))
     with pytest.raises(anthropic.APIStatusError) as info:
         _messages(hold, stream=True, tools=False)
     assert info.value.body["type"] == "error" and info.value.body["error"]["code"] == "upstream_error"
-    upstream.script(Reply.text("The weather ", "in Paris ", "is", disconnect_after=3))
+    upstream.script(Reply.text("The weather ", "in Paris ", "is", disconnect_after=at["responses"]))
     with client_for(hold) as client:
         events = list(client.responses.create(model="m", input=RESPONSES_ASK, stream=True))
     assert events[-1].type == "response.failed" and events[-1].response.error.code == "upstream_error"
@@ -147,7 +156,7 @@ def test_bad_requests_are_400s_before_any_upstream_call(
     assert error["message"]
     if path == "/v1/messages":
         assert r.json()["type"] == "error" and error["type"] == "invalid_request_error"
-    assert not upstream.chat_requests
+    assert not upstream.requests
 
 
 @pytest.mark.parametrize(
@@ -157,11 +166,12 @@ def test_bad_requests_are_400s_before_any_upstream_call(
         ("/v1/responses", {"model": "m", "input": RESPONSES_ASK, "stream": True}),
     ],
 )
+@pytest.mark.parametrize("protocols", ["native", "translate"])
 def test_a_client_disconnect_closes_the_upstream_stream(
-    path: str, body: dict[str, Any], make_proxy: Callable[..., ProxyServer]
+    path: str, body: dict[str, Any], protocols: str, make_proxy: Callable[..., ProxyServer]
 ) -> None:
     with HostileUpstream(lambda n, body: Fault("drip", events=500, delay=0.01)) as drip:
-        proxy = make_proxy(upstream=drip.base_url)
+        proxy = make_proxy(upstream=drip.base_url, protocols=protocols)
         with httpx.stream("POST", proxy.root + path, timeout=10, json=body) as r:
             assert r.status_code == 200
             for line in r.iter_lines():
@@ -182,4 +192,4 @@ def test_a_call_written_as_text_is_delivered_as_a_call(
     answer = ask(hold, stream=stream)
     assert _call_of(answer) == {"city": "Paris", "unit": "c"}
     assert "tool_call>" not in json.dumps(answer)
-    assert len(upstream.chat_requests) == 1
+    assert len(modes.guarded(upstream, ask.__name__.strip("_"))) == 1

@@ -1,8 +1,10 @@
-"""``POST /v1/responses`` with the official openai SDK: the proxy translates over the scripted chat upstream.
+"""``POST /v1/responses`` with the official openai SDK, in both upstream modes (``protocol_modes``): native
+(the scripted upstream's own ``/v1/responses``) and translated (a chat-only upstream).
 
 Every answer is judged by the same Guard and gate as the chat path; these tests check what
 ``client.responses`` sees (output items, statuses, typed exceptions, stream events) and what the upstream was
-asked (the chat translation).
+asked (the request as the client sent it plus the flow's additions as Responses items, or the chat
+translation).
 """
 
 from __future__ import annotations
@@ -16,12 +18,21 @@ import pytest
 from tests.support import Reply, ScriptedUpstream
 from tests.support.weather import WEATHER_RESPONSES_TOOL
 
+from . import protocol_modes as modes
 from .conftest import client_for
 from .helpers import LOOP_UNIT, bad_schema, good, runaway_content, truncated
+from .protocol_modes import guarded
 from .proxy_server import ProxyServer
 
 TOOL = WEATHER_RESPONSES_TOOL
 ASK = "What is the weather in Paris?"
+
+# every test here runs against a native and a chat-only upstream
+upstream_mode, upstream, hold, passing = modes.upstream_mode, modes.upstream, modes.hold, modes.passing
+
+
+def _sent(upstream: ScriptedUpstream) -> list[Any]:
+    return guarded(upstream, "responses")
 
 
 def _create(proxy: ProxyServer, **kw: Any) -> Any:
@@ -69,7 +80,12 @@ def test_a_valid_call_is_a_function_call_item(hold: ProxyServer, upstream: Scrip
         7,
         19,
     )
-    sent = upstream.chat_requests[0].body
+    assert raw.headers["x-toolguard-protocol"] == ("translated" if upstream.chat_only else "native")
+    [request] = _sent(upstream)
+    sent = request.body
+    if not upstream.chat_only:  # the request as the client sent it
+        assert sent == {"model": "m", "input": ASK, "tools": [TOOL], "max_output_tokens": 256}
+        return
     assert sent["tools"][0]["function"]["name"] == "get_weather" and sent["tools"][0]["function"]["strict"]
     assert sent["messages"] == [{"role": "user", "content": ASK}] and sent["max_tokens"] == 256
 
@@ -79,7 +95,14 @@ def test_an_invalid_call_is_re_asked_then_valid(hold: ProxyServer, upstream: Scr
     raw = _create(hold)
     assert raw.headers["x-toolguard-retries"] == "1"
     assert json.loads(_calls(raw.parse())[0].arguments) == {"city": "Paris", "unit": "c"}
-    assert len(upstream.chat_requests) == 2
+    assert len(_sent(upstream)) == 2
+    if not upstream.chat_only:  # the failed call and its violation as input items
+        items = _sent(upstream)[1].body["input"]
+        assert items[0] == {"role": "user", "content": ASK}
+        call, output = items[-2:]
+        assert call["type"] == "function_call" and json.loads(call["arguments"])["unit"] == "kelvin"
+        assert output["type"] == "function_call_output" and output["call_id"] == call["call_id"]
+        assert "/unit" in output["output"]
 
 
 def test_a_call_invalid_on_every_attempt_is_a_typed_422(
@@ -95,7 +118,8 @@ def test_truncation_is_incomplete_and_never_a_call(hold: ProxyServer, upstream: 
     upstream.script(truncated(), truncated())
     raw = _create(hold, max_output_tokens=10)
     assert raw.headers["x-toolguard-verdict"] == "truncated"
-    assert upstream.chat_requests[1].body["max_tokens"] == 20
+    retry = _sent(upstream)[1].body
+    assert retry["max_tokens" if upstream.chat_only else "max_output_tokens"] == 20
     response = raw.parse()
     assert response.status == "incomplete" and response.incomplete_details.reason == "max_output_tokens"
     assert not _calls(response)
@@ -132,6 +156,10 @@ def test_history_with_function_call_items(hold: ProxyServer, upstream: ScriptedU
     ]
     response = _create(hold, input=history, instructions="Be brief.").parse()
     assert response.output_text == "It is 18C in Paris." and response.status == "completed"
+    if not upstream.chat_only:  # the items as they came
+        assert _sent(upstream)[0].body["input"] == history
+        assert _sent(upstream)[0].body["instructions"] == "Be brief."
+        return
     sent = upstream.chat_requests[0].body["messages"]
     assert sent[0] == {"role": "system", "content": "Be brief."}
     assert sent[2]["role"] == "assistant" and sent[2]["tool_calls"][0]["id"] == "call_1"
@@ -153,13 +181,13 @@ def test_history_with_function_call_items(hold: ProxyServer, upstream: ScriptedU
 def test_tool_choice(hold: ProxyServer, upstream: ScriptedUpstream, choice: Any, chat: Any) -> None:
     upstream.script(Reply.text("No tool.") if choice == "none" else good())
     _create(hold, tool_choice=choice)
-    assert upstream.chat_requests[0].body["tool_choice"] == chat
+    assert _sent(upstream)[0].body["tool_choice"] == (chat if upstream.chat_only else choice)
 
 
 def test_required_refuses_a_text_answer(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
     upstream.script(Reply.text("I will not call it."), good())
     response = _create(hold, tool_choice="required").parse()
-    assert len(_calls(response)) == 1 and len(upstream.chat_requests) == 2
+    assert len(_calls(response)) == 1 and len(_sent(upstream)) == 2
 
 
 @pytest.mark.parametrize(
@@ -172,7 +200,7 @@ def test_what_cannot_be_translated_is_a_typed_400(
     with pytest.raises(openai.BadRequestError) as info:
         _create(hold, **extra)
     assert info.value.body["param"].startswith(next(iter(extra)))
-    assert not upstream.chat_requests
+    assert not upstream.requests
 
 
 # ------------------------------------------------------------------------------------------------- stream
@@ -194,13 +222,15 @@ def test_stream_a_call(mode: str, request: pytest.FixtureRequest, upstream: Scri
     [call] = _calls(response)
     assert json.loads(call.arguments) == {"city": "Paris", "unit": "c"}
     assert response.usage.output_tokens > 0
+    [request] = _sent(upstream)
+    assert request.body["stream"] is True
 
 
 def test_stream_re_ask(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
     upstream.script(bad_schema(), good())
     _, response = _stream(hold)
     assert json.loads(_calls(response)[0].arguments) == {"city": "Paris", "unit": "c"}
-    assert len(upstream.chat_requests) == 2
+    assert len(_sent(upstream)) == 2
 
 
 def test_stream_pass_mode_ends_a_shown_invalid_call_failed(
@@ -210,7 +240,7 @@ def test_stream_pass_mode_ends_a_shown_invalid_call_failed(
     events = _raw_stream(passing)
     assert events[-1].type == "response.failed"
     assert events[-1].response.status == "failed" and events[-1].response.error.code == "rejected"
-    assert len(upstream.chat_requests) == 1
+    assert len(_sent(upstream)) == 1
 
 
 def test_stream_truncation(hold: ProxyServer, upstream: ScriptedUpstream) -> None:
@@ -254,7 +284,7 @@ def test_reasoning_is_a_reasoning_item_never_judged(
     assert [item.type for item in response.output] == ["reasoning", "function_call"]
     assert response.output[0].content[0].text == REASONING
     assert json.loads(response.output[1].arguments) == {"city": "Paris"}
-    assert len(upstream.chat_requests) == 1
+    assert len(_sent(upstream)) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])

@@ -226,9 +226,9 @@ class BadLineUpstream(HostileUpstream):
         super().__init__(lambda n, body: Fault("bad-line" if n == 0 else "ok"))
         self.good = good
 
-    async def _answer(self, w: asyncio.StreamWriter, fault: Fault, body: Any) -> bool:
+    async def _answer(self, w: asyncio.StreamWriter, fault: Fault, body: Any, path: str = "/") -> bool:
         if fault.kind != "bad-line":
-            return await super()._answer(w, fault, body)
+            return await super()._answer(w, fault, body, path)
         w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         w.write(_chunk(b"".join(_events(Fault(), False)[: self.good]) + b"data: \xff\n\n"))
         await w.drain()

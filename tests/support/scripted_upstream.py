@@ -223,7 +223,8 @@ logging.getLogger("uvicorn.error").addFilter(_QuietDisconnects())
 class ScriptedUpstream:
     """A fake OpenAI-compatible upstream (see the module docstring). Use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, chat_only: bool = False) -> None:
+        self.chat_only = chat_only  # 404 on /v1/messages and /v1/responses (an upstream without them)
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
@@ -339,7 +340,9 @@ class ScriptedUpstream:
             return
         messages = path.endswith("/v1/messages")
         responses = path.endswith("/v1/responses")
-        if not (messages or responses) and not path.endswith("/chat/completions"):
+        if (self.chat_only and (messages or responses)) or (
+            not (messages or responses) and not path.endswith("/chat/completions")
+        ):
             await _send_json(send, 404, _error_body(f"ScriptedUpstream serves no {path}", "not_found"))
             return
         with self._lock:

@@ -32,6 +32,7 @@ from .._tools import ToolSet
 from ._config import ProxyConfig
 from ._engine import Engines
 from ._metrics import Metrics
+from ._native import ProtocolMemory
 from ._respond import Receive, Scope, Send, error_body, send_bytes, send_error
 from ._sse import DONE, encode_data
 from ._upstream import Deadline, Upstream, filter_request_headers, filter_response_headers, translate
@@ -81,6 +82,8 @@ class ProxyApp:
         self.toolsets: OrderedDict[str, ToolSet] = OrderedDict()
         self.metrics = Metrics()
         self.engines = Engines(self)
+        #: The Messages/Responses endpoints the upstream was found to lack (``_native``).
+        self.protocols = ProtocolMemory()
         self._transport = upstream_transport
         self._upstream: Upstream | None = None
 

@@ -43,6 +43,7 @@ from ._upstream import Deadline
 
 if TYPE_CHECKING:
     from ._app import ProxyApp
+    from ._native import NativeHop
     from ._respond import Send
 
 __all__ = ["TOOLSET_CACHE_SIZE", "handle_chat", "structured_output_hint"]
@@ -132,9 +133,16 @@ def structured_output_hint(
 
 
 async def handle_chat(
-    app: ProxyApp, raw: bytes, headers: list[tuple[str, str]], deadline: Deadline, send: Send
+    app: ProxyApp,
+    raw: bytes,
+    headers: list[tuple[str, str]],
+    deadline: Deadline,
+    send: Send,
+    native: NativeHop | None = None,
 ) -> None:
-    """Answer one chat-completions request (see the module docstring)."""
+    """Answer one chat-completions request (see the module docstring); ``native``: the hop of a Messages or
+    Responses request (``_native``), which sends each attempt in the protocol's own terms. A native attempt
+    carries no engine constraint or hint: they are chat-completions fields."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
@@ -173,13 +181,14 @@ async def handle_chat(
     except UsageError as exc:  # a tool_choice the tools cannot keep: nothing went upstream
         await send_error(send, 400, str(exc), code="invalid_request", param="tool_choice")
         return
-    engine = await app.engines.plan_for(body, tools, headers)
+    chat_hop = native is None or not native.native
+    engine = await app.engines.plan_for(body, tools, headers) if chat_hop else None
     hint = (
         structured_output_hint(body, tools, style=app.config.hint_style, choice=flow.choice)
-        if app.config.structured_output_hints and (engine is None or engine.tag is None)
+        if chat_hop and app.config.structured_output_hints and (engine is None or engine.tag is None)
         else None
     )
-    exchange = Exchange(app.upstream, app.config, app.metrics, headers, deadline, hint, engine)
+    exchange = Exchange(app.upstream, app.config, app.metrics, headers, deadline, hint, engine, native)
     if body.get("stream"):
         await StreamRelay(exchange, body, call_required=flow.choice.required).run(flow, send)
     else:

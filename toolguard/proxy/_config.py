@@ -41,6 +41,7 @@ __all__ = [
     "FabricatedAction",
     "GuardMode",
     "HintStyle",
+    "ProtocolMode",
     "ProxyConfig",
     "RunawayAction",
     "load_config",
@@ -54,6 +55,7 @@ GuardMode = Literal["hold", "pass"]
 RunawayAction = Literal["retry", "stop", "error"]
 HintStyle = Literal["structured_outputs", "guided_json"]
 FabricatedAction = Literal["cut", "reask"]
+ProtocolMode = Literal["auto", "native", "translate"]
 
 
 def _num(default: float, minimum: float, description: str, *, integer: bool = False) -> dict[str, Any]:
@@ -156,6 +158,15 @@ _PROPERTIES: dict[str, Any] = {
         "enum": ["hermes", "llama3", "mistral"],
         "default": "hermes",
         "description": "The call syntax the served model's chat template uses, for the engine constraint.",
+    },
+    "protocols": {
+        "enum": ["auto", "native", "translate"],
+        "default": "auto",
+        "description": "How /v1/messages and /v1/responses reach the upstream. auto: in the protocol's own"
+        " terms at the upstream's /v1/messages or /v1/responses; an upstream that answers 404/405/501 there"
+        " lacks the endpoint: the request is served over its chat completions at once, and that is"
+        " remembered for the protocol. native: never translated (a 404 reaches the client). translate:"
+        " always over chat completions (the engine constraint applies).",
     },
     "structured_output_hints": {
         "type": "boolean",
@@ -267,6 +278,7 @@ class ProxyConfig:
     engine_constraints: str = "auto"
     engine: str = "auto"
     engine_call_format: str = "hermes"
+    protocols: ProtocolMode = "auto"
     structured_output_hints: bool = False
     hint_style: HintStyle = "structured_outputs"
     auth_token: str | None = field(default=None, repr=False)

@@ -2,7 +2,8 @@
 
 ``Exchange`` holds what one request needs and nothing more: the upstream transport, the config, the
 metrics, the forwarded headers, the deadline, the structured-output hint and the engine plan (never the app).
-It opens upstream attempts (one HTTP request each: retries are the flow's decision, never the transport's),
+It opens upstream attempts (one HTTP request each: retries are the flow's decision, never the transport's;
+a Messages or Responses request's attempt goes through its ``NativeHop``, which reads as chat either way),
 turns an upstream error status into ``UpstreamFailure`` and drives the re-ask flow (``drive``: ``Attempt``
 actions through a driver's coroutine, ``Backoff`` actions as sleeps bounded by the deadline). The error
 bodies are OpenAI-shaped, so the openai SDK raises them as its own exception types. O(1) per attempt beyond
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ._config import ProxyConfig
     from ._engine import EnginePlan
     from ._metrics import Metrics
+    from ._native import NativeHop
     from ._upstream import Upstream
 
 __all__ = ["ERROR_BODY_LIMIT", "QUOTE_CHARS", "Exchange", "upstream_error_body", "violation_body"]
@@ -81,7 +83,7 @@ def upstream_error_body(exc: UpstreamError) -> tuple[int, dict[str, Any], list[t
 class Exchange:
     """What every attempt of one request shares: the app, forwarded headers, deadline, hint."""
 
-    __slots__ = ("config", "deadline", "engine", "headers", "hint", "metrics", "upstream", "url")
+    __slots__ = ("config", "deadline", "engine", "headers", "hint", "metrics", "native", "upstream", "url")
 
     def __init__(
         self,
@@ -92,6 +94,7 @@ class Exchange:
         deadline: Deadline,
         hint: dict[str, Any] | None,
         engine: EnginePlan | None = None,
+        native: NativeHop | None = None,
     ) -> None:
         self.upstream = upstream
         self.config = config
@@ -100,6 +103,7 @@ class Exchange:
         self.deadline = deadline
         self.hint = hint
         self.engine = engine  # the engine constraint and its fallbacks (``_engine``)
+        self.native = native  # a Messages/Responses request's hop (``_native``): its own endpoint, or chat
         self.url = upstream.chat_url
 
     async def open(self, body: dict[str, Any]) -> httpx.Response:
@@ -109,7 +113,14 @@ class Exchange:
         return await self.send(payload)
 
     async def send(self, payload: dict[str, Any]) -> httpx.Response:
-        """One upstream request with ``payload`` as it is."""
+        """One upstream request with ``payload`` as it is: over chat completions, or through the request's
+        native hop (which answers as chat whatever the upstream spoke)."""
+        if self.native is not None:
+            return await self.native.send(self, payload)
+        return await self.send_chat(payload)
+
+    async def send_chat(self, payload: dict[str, Any]) -> httpx.Response:
+        """One chat-completions request with ``payload`` as it is."""
         return await self.upstream.open(
             "POST",
             self.url,

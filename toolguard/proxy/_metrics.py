@@ -70,6 +70,7 @@ class Metrics:
         self.repairs: defaultdict[Labels, int] = defaultdict(int)
         self.constraints: defaultdict[Labels, int] = defaultdict(int)
         self.first_attempts: defaultdict[Labels, int] = defaultdict(int)
+        self.protocols: defaultdict[Labels, int] = defaultdict(int)
         self.client_disconnects = 0
         self.streams_open = 0
         self.upstream_latency = _Histogram(LATENCY_BUCKETS)
@@ -93,6 +94,11 @@ class Metrics:
         engine constraint it was sent with (``structural_tag``, ``none``, ``refused``)."""
         self.first_attempts[(("constraint", constraint), ("valid", "true" if valid else "false"))] += 1
 
+    def protocol(self, route: str, upstream: str) -> None:
+        """A ``/v1/messages`` or ``/v1/responses`` request, served ``native`` (the upstream's own endpoint)
+        or ``translated`` (over its chat completions)."""
+        self.protocols[(("route", route), ("upstream", upstream))] += 1
+
     def upstream_error(self, kind: str) -> None:
         self.upstream_errors[(("kind", kind),)] += 1
 
@@ -114,6 +120,11 @@ class Metrics:
             "toolguard_first_attempts_total",
             "First upstream answers of requests with tools, by engine constraint and validity.",
             self.first_attempts,
+        )
+        counter(
+            "toolguard_protocol_requests_total",
+            "Messages and Responses requests, by route and how they reached the upstream.",
+            self.protocols,
         )
         counter(
             "toolguard_client_disconnects_total",

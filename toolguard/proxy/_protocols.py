@@ -15,10 +15,12 @@ pass through it and arrive translated too. No rule lives here. Work: O(bytes mov
 from __future__ import annotations
 
 import json
+from collections import deque
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any
 
 from .. import _messages, _responses
+from ._native import REASONING_KEY, THINKING_KEY, NativeHop
 from ._respond import error_body, send_json
 from ._sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder
 
@@ -37,17 +39,56 @@ class _Messages:
 
     route = "messages"
     to_chat = staticmethod(_messages.to_chat)
-    error_body = staticmethod(_messages.error_body)
 
     def __init__(self, body: dict[str, Any]) -> None:
         self.model = str(body.get("model") or "")
         self.stream = _messages.MessagesStream(model=self.model)
+        self.hop: NativeHop | None = None  # set by ``serve``: a native hop's thinking signatures
+        self._thinking = -1  # the client stream's open thinking block
+
+    @staticmethod
+    def error_body(status: int, openai_body: Any) -> Any:
+        """Anthropic's error shape; a body in that shape already (a Messages upstream's) as it came."""
+        if (
+            isinstance(openai_body, dict)
+            and openai_body.get("type") == "error"
+            and isinstance(openai_body.get("error"), dict)
+            and isinstance(openai_body["error"].get("type"), str)
+        ):
+            return openai_body
+        return _messages.error_body(status, openai_body)
 
     def answer(self, completion: dict[str, Any]) -> dict[str, Any]:
-        return _messages.from_chat(completion, model=self.model)
+        out = _messages.from_chat(completion, model=self.model)
+        kept = (completion["choices"][0].get("message") or {}).get(THINKING_KEY)
+        if kept:  # a Messages upstream's thinking blocks, signatures and all, in place of the chat view's
+            out["content"] = [*kept, *(b for b in out["content"] if b["type"] != "thinking")]
+        return out
 
     def encode(self, events: list[tuple[str, dict[str, Any]]]) -> bytes:
+        if self.hop is not None and self.hop.native:
+            events = self._signed(events, self.hop.signatures)
         return b"".join(_messages.encode_event(name, data) for name, data in events)
+
+    def _signed(
+        self, events: list[tuple[str, dict[str, Any]]], signatures: deque[str]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """``events`` with a Messages upstream's signature closing each thinking block (oldest first)."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for name, data in events:
+            if name == "content_block_start" and data["content_block"].get("type") == "thinking":
+                self._thinking = data["index"]
+            elif name == "content_block_stop" and data["index"] == self._thinking and signatures:
+                delta = {"type": "signature_delta", "signature": signatures.popleft()}
+                out.append(
+                    (
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": data["index"], "delta": delta},
+                    )
+                )
+                self._thinking = -1
+            out.append((name, data))
+        return out
 
 
 class _Responses:
@@ -59,6 +100,7 @@ class _Responses:
     def __init__(self, body: dict[str, Any]) -> None:
         self.request = body
         self.stream = _responses.ResponsesStream(body)
+        self.hop: NativeHop | None = None
 
     @staticmethod
     def error_body(status: int, openai_body: Any) -> Any:
@@ -67,7 +109,11 @@ class _Responses:
         return error_body(f"HTTP {status}", status=status)
 
     def answer(self, completion: dict[str, Any]) -> dict[str, Any]:
-        return _responses.from_chat(completion, self.request)
+        out = _responses.from_chat(completion, self.request)
+        kept = (completion["choices"][0].get("message") or {}).get(REASONING_KEY)
+        if kept:  # a Responses upstream's reasoning items as they came (ids, encrypted content)
+            out["output"] = [*kept, *(i for i in out["output"] if i["type"] != "reasoning")]
+        return out
 
     def encode(self, events: list[dict[str, Any]]) -> bytes:
         return b"".join(_responses.encode_event(data) for data in events)
@@ -126,17 +172,20 @@ class _Translating:
         "_body",
         "_decoder",
         "_headers",
+        "_hop",
         "_idle",
         "_inner",
         "_prefix",
+        "_signatures",
         "_status",
         "_text_head",
         "_wire",
     )
 
-    def __init__(self, inner: Any, wire: Wire) -> None:
+    def __init__(self, inner: Any, wire: Wire, hop: NativeHop | None = None) -> None:
         self._inner = inner  # the app's _Responder
         self._wire = wire
+        self._hop = hop
         self._status = 0
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
@@ -145,6 +194,9 @@ class _Translating:
         self._prefix = ""  # the chat writer's bytes before each delta, learnt from the first chunk
         self._text_head = b""  # the bytes before a text run in a body of one event (``_one``)
         self._arguments_head = b""  # and before an arguments fragment's index
+        # a Messages upstream's thinking signatures not yet written: while there are, every event goes through
+        # the wire's ``encode`` (which writes them where the thinking block closes), none by the fast path
+        self._signatures = hop.signatures if hop is not None and hop.route == "messages" else None
 
     @property
     def started(self) -> bool:
@@ -166,6 +218,7 @@ class _Translating:
         if (
             self._idle
             and self._text_head
+            and not self._signatures
             and message["type"] == "http.response.body"
             and message.get("more_body")
         ):
@@ -176,6 +229,8 @@ class _Translating:
         if message["type"] == "http.response.start":
             self._status = int(message["status"])
             headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"content-length"]
+            if self._hop is not None:  # settled by now: the first attempt has been answered
+                headers.append((b"x-toolguard-protocol", self._hop.protocol.encode()))
             if any(k.lower() == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers):
                 self._decoder = SSEDecoder()
                 await self._inner({**message, "headers": headers})
@@ -206,7 +261,7 @@ class _Translating:
         stream: Any = self._wire.stream
         if data == "[DONE]":
             return self._wire.encode(stream.close())
-        if self._prefix and data.startswith(self._prefix):
+        if self._prefix and not self._signatures and data.startswith(self._prefix):
             fast = self._fast(stream, data)
             if fast is not None:
                 return fast
@@ -324,7 +379,6 @@ async def serve(
     except (ValueError, RecursionError):
         body = None
     wire = wire_type(body if isinstance(body, dict) else {})
-    out = _Translating(send, wire)
     if body is None:
         await send_json(
             send, 400, wire.error_body(400, {"error": {"message": "the request body is not valid JSON"}})
@@ -336,9 +390,14 @@ async def serve(
         await send_json(send, 400, wire.error_body(400, {"error": {"message": str(exc), "param": exc.param}}))
         return
 
-    headers = _upstream_headers(app, headers) if wire_type is _Messages else headers
+    hop = wire.hop = NativeHop(app, wire.route, body, len(chat["messages"]), headers)
+    out = _Translating(send, wire, hop)
+    chat_headers = _upstream_headers(app, headers) if wire_type is _Messages else headers
 
     async def work() -> None:
-        await handle_chat(app, _dumps(chat).encode("utf-8"), headers, deadline, out)
+        await handle_chat(app, _dumps(chat).encode("utf-8"), chat_headers, deadline, out, hop)
 
-    await app._until_disconnect(receive, out, work)  # type: ignore[arg-type]
+    try:
+        await app._until_disconnect(receive, out, work)  # type: ignore[arg-type]
+    finally:
+        app.metrics.protocol(wire.route, hop.protocol)

@@ -31,6 +31,7 @@ SSE_HEADERS: list[tuple[bytes, bytes]] = [
     (b"x-accel-buffering", b"no"),
 ]
 
+
 async def send_bytes(
     send: Send,
     status: int,
