@@ -436,7 +436,9 @@ class ResponsesStream:
             return b""
         if self._open is None or self._open[0] != "message":
             return b"".join([encode_event(e) for e in self._start() + self._text_events(text)])
-        return self._sse(text)
+        self._text.append(text)
+        self._seq += 1
+        return self._delta % (self._seq - 1, _escape(text).encode())
 
     def arguments_sse(self, index: int, fragment: str) -> bytes:
         """The same for a chunk whose delta continues call ``index``'s arguments alone."""
@@ -445,12 +447,9 @@ class ResponsesStream:
             return b"".join(
                 [encode_event(e) for e in self.feed({"choices": [{"delta": {"tool_calls": [call]}}]})]
             )
-        return self._sse(fragment)
-
-    def _sse(self, piece: str) -> bytes:
-        self._text.append(piece)
+        self._text.append(fragment)
         self._seq += 1
-        return self._delta % (self._seq - 1, _escape(piece).encode())
+        return self._delta % (self._seq - 1, _escape(fragment).encode())
 
     def _text_events(self, text: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

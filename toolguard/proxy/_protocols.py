@@ -7,7 +7,11 @@ unchanged, with ``send`` wrapped by ``_Translating``. That wrapper sees what the
 its client and sends the protocol's own form instead: a JSON body is read whole and translated (a 200
 completion into the protocol's answer, an OpenAI-format error into the protocol's error at the same status,
 the ``x-toolguard-*`` headers kept); an SSE body is decoded event by event (``SSEDecoder``) and each released
-chunk translated at once, so nothing is held longer than the gate holds it. The wrapper mirrors
+chunk translated at once, so nothing is held longer than the gate holds it. The chat writer's text and
+arguments chunks (nearly all of a stream) take a fast path: a body that is one such event whole is read on
+its bytes (its fixed head and tail around one JSON string: ``_one``; within a body of several, ``_fast``) and
+the protocol's delta event is written from the open item's byte template (``text_sse``/``arguments_sse``),
+no event dict and no JSON encoder; anything else is decoded and read in full. The wrapper mirrors
 ``_Responder``'s ``started``/``complete``/``sse`` so the app's terminal errors (deadline, upstream failure)
 pass through it and arrive translated too. No rule lives here. Work: O(bytes moved).
 """
@@ -147,16 +151,6 @@ def _string(data: str, start: int, end: int) -> str | None:
     return value if stop == end else None
 
 
-def _bytes_string(chunk: bytes, start: int, end: int) -> str | None:
-    """``_string`` of UTF-8 ``chunk[start:end]``."""
-    try:
-        data = chunk[start:end].decode("utf-8")
-        value, stop = scanstring(data, 1)
-    except ValueError:  # UnicodeDecodeError included
-        return None
-    return value if stop == len(data) and data[0] == '"' else None
-
-
 def _writer_prefix(data: str) -> str:
     """The bytes before a chunk's delta (``id``, ``object``, ``created``, ``model``...: the same for every
     chunk of one response), or ``""`` when ``data`` is not shaped as the writer writes it."""
@@ -281,21 +275,29 @@ class _Translating:
         the decoder (``None``: any other body, decoded). Sound as ``_fast``: the fixed bytes (no line break in
         them) around exactly one JSON string (no raw control character in it) make one single-line event,
         what the idle decoder would return, within its line cap."""
-        if len(chunk) - 2 > DEFAULT_MAX_LINE_BYTES or not chunk.endswith(_TEXT_END):
+        if not chunk.endswith(_TEXT_END) or len(chunk) - 2 > DEFAULT_MAX_LINE_BYTES:
             return None
+        index = -1  # a text run
         if chunk.startswith(self._text_head):
-            text = _bytes_string(chunk, len(self._text_head), len(chunk) - len(_TEXT_END))
-            return None if text is None else self._wire.stream.text_sse(text)
-        if chunk.startswith(self._arguments_head) and chunk.endswith(_ARGUMENTS_END):
+            start, end = len(self._text_head), len(chunk) - len(_TEXT_END)
+        elif chunk.startswith(self._arguments_head) and chunk.endswith(_ARGUMENTS_END):
             at = len(self._arguments_head)
             mid = chunk.find(_ARGUMENTS_MID_B, at)
-            index = chunk[at:mid]
-            if mid < 0 or not index.isdigit():  # bytes.isdigit: ASCII digits only
+            digits = chunk[at:mid]
+            if mid < 0 or not digits.isdigit():  # bytes.isdigit: ASCII digits only
                 return None
-            end = len(chunk) - len(_ARGUMENTS_END)
-            fragment = _bytes_string(chunk, mid + len(_ARGUMENTS_MID_B), end)
-            return None if fragment is None else self._wire.stream.arguments_sse(int(index), fragment)
-        return None
+            index, start, end = int(digits), mid + len(_ARGUMENTS_MID_B), len(chunk) - len(_ARGUMENTS_END)
+        else:
+            return None
+        try:
+            data = chunk[start:end].decode("utf-8")
+            value, stop = scanstring(data, 1)
+        except ValueError:  # UnicodeDecodeError included
+            return None
+        if stop != len(data) or data[0] != '"':
+            return None
+        stream = self._wire.stream
+        return stream.text_sse(value) if index < 0 else stream.arguments_sse(index, value)
 
     def _fast(self, stream: Any, data: str) -> bytes | None:
         """The encoded events of a chunk whose delta is one text run or one arguments fragment, read without
