@@ -211,3 +211,52 @@ def test_a_native_thinking_signature_comes_back_unchanged(
         client.messages.create(model="m", max_tokens=64, messages=history, tools=[MESSAGES_TOOL])  # type: ignore[arg-type]
     resent = upstream.messages_requests[1].body["messages"][1]["content"][0]
     assert resent["type"] == "thinking" and resent["signature"] == "c2lnLTE="
+
+
+def test_the_engine_tag_goes_natively_where_the_endpoint_takes_it(
+    upstream: ScriptedUpstream, make_proxy: Callable[..., ProxyServer]
+) -> None:
+    """vLLM's Responses endpoint takes the whole-turn tag as ``structured_outputs.structural_tag`` (with
+    ``tool_choice: auto``: with ``required`` it ignores the tag)."""
+    proxy = make_proxy(upstream=upstream.base_url, engine="vllm")
+    upstream.script(good())
+    with client_for(proxy) as client:
+        raw = client.responses.with_raw_response.create(
+            model="m", input=RESPONSES_ASK, tools=[RESPONSES_TOOL], tool_choice="required"
+        )
+    assert raw.headers["x-toolguard-engine-constraint"] == "structural_tag"
+    assert raw.headers["x-toolguard-protocol"] == "native"
+    sent = upstream.responses_requests[0].body
+    tag = json.loads(sent["structured_outputs"]["structural_tag"])
+    assert tag["type"] == "structural_tag" and sent["tool_choice"] == "auto"
+    assert "strict" not in sent["tools"][0] and sent["input"] == RESPONSES_ASK
+
+
+def test_messages_go_over_chat_in_front_of_an_engine_whose_messages_take_no_tag(
+    upstream: ScriptedUpstream, make_proxy: Callable[..., ProxyServer]
+) -> None:
+    """vLLM's Messages endpoint ignores any constraint: ``auto`` sends a Messages request with tools over
+    its chat completions, with the tag; ``native`` sends it to /v1/messages without one."""
+    auto = make_proxy(upstream=upstream.base_url, engine="vllm")
+    upstream.script(good(), good())
+    raw = _raw_messages(auto)
+    assert raw.headers["x-toolguard-protocol"] == "translated"
+    assert raw.headers["x-toolguard-engine-constraint"] == "structural_tag"
+    assert upstream.chat_requests[0].body["response_format"]["type"] == "structural_tag"
+    native = make_proxy(upstream=upstream.base_url, engine="vllm", protocols="native")
+    raw = _raw_messages(native)
+    assert raw.headers["x-toolguard-protocol"] == "native"
+    assert "x-toolguard-engine-constraint" not in raw.headers
+    sent = upstream.messages_requests[0].body
+    assert "structured_outputs" not in sent and "response_format" not in sent
+
+
+def _raw_messages(proxy: ProxyServer) -> Any:
+    with anthropic.Anthropic(base_url=proxy.root, api_key="k", max_retries=0, timeout=20) as client:
+        return client.messages.with_raw_response.create(
+            model="m",
+            max_tokens=64,
+            messages=MESSAGES_ASK,
+            tools=[MESSAGES_TOOL],
+            tool_choice={"type": "any"},
+        )

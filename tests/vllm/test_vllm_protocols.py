@@ -1,9 +1,14 @@
-"""``/v1/messages`` and ``/v1/responses`` through the proxy in front of a real vLLM (issue 18).
+"""``/v1/messages`` and ``/v1/responses`` through the proxy in front of a real vLLM (issue 18), both ways.
 
-The proxy translates each request over vLLM's chat completions (vLLM's own ``hermes`` parser, the embedded
-demo model, greedy decoding, the engine constraint on) and the official ``anthropic`` and ``openai`` clients
-read the answers: for ``tool_choice`` auto / required / a named tool, streamed and not, every call names an
-offered tool (the named one, if any) and its arguments validate against the tool's full schema.
+``native``: each attempt goes to vLLM's own ``/v1/messages`` or ``/v1/responses`` and the answer or stream
+is read back by the Guard (Responses with the engine's structural tag as ``structured_outputs``; Messages
+without: vLLM's Messages endpoint takes no constraint, so only the Guard's re-ask stands behind it, and where
+the demo model names a tool not offered on every attempt the client gets the typed 422, never the call).
+``translate``: over vLLM's chat completions, the engine constraint on. ``auto`` (the default): Responses
+native, Messages with tools translated (to keep the constraint). vLLM's own ``hermes`` parser, the
+embedded demo model, greedy decoding; the official ``anthropic`` and ``openai`` clients read the answers:
+for ``tool_choice`` auto / required / a named tool, streamed and not, every call names an offered tool (the
+named one, if any) and its arguments validate against the tool's full schema.
 """
 
 from __future__ import annotations
@@ -35,10 +40,17 @@ def _ids(case: tuple[Any, ...]) -> str:
     return f"{scenario}-{choice}-{'stream' if stream else 'plain'}"
 
 
-@pytest.fixture(scope="module")
-def proxy(vllm_hermes: VLLMServer) -> Iterator[ProxyServer]:
-    with ProxyServer(upstream=vllm_hermes.base_url, read_timeout=120) as server:
+@pytest.fixture(scope="module", params=["auto", "native", "translate"])
+def proxy(vllm_hermes: VLLMServer, request: pytest.FixtureRequest) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream=vllm_hermes.base_url, read_timeout=120, protocols=request.param) as server:
         yield server
+
+
+def _protocol(proxy: ProxyServer, route: str) -> str:
+    """How ``route`` reaches vLLM (``x-toolguard-protocol``) under the proxy's ``protocols``."""
+    mode = proxy.app.config.protocols
+    native = mode == "native" or (mode == "auto" and route == "responses")
+    return "native" if native else "translated"
 
 
 def _messages(proxy: ProxyServer, model: str, message: str, tools: Any, choice: Any, stream: bool) -> Any:
@@ -67,7 +79,9 @@ def _messages(proxy: ProxyServer, model: str, message: str, tools: Any, choice: 
                 list(s)
                 answer = s.get_final_message()
         else:
-            answer = client.messages.create(**kw)
+            raw = client.messages.with_raw_response.create(**kw)
+            assert raw.headers["x-toolguard-protocol"] == _protocol(proxy, "messages")
+            answer = raw.parse()
     calls = [(b.name, json.dumps(b.input)) for b in answer.content if b.type == "tool_use"]
     assert (answer.stop_reason == "tool_use") == bool(calls), answer
     return calls
@@ -98,7 +112,9 @@ def _responses(proxy: ProxyServer, model: str, message: str, tools: Any, choice:
                 list(s)
                 answer = s.get_final_response()
         else:
-            answer = client.responses.create(**kw)
+            raw = client.responses.with_raw_response.create(**kw)
+            assert raw.headers["x-toolguard-protocol"] == _protocol(proxy, "responses")
+            answer = raw.parse()
     assert answer.status == "completed", answer
     return [(item.name, item.arguments) for item in answer.output if item.type == "function_call"]
 
@@ -111,5 +127,33 @@ def test_only_valid_calls_of_offered_tools(
     scenario, kind, stream = case
     message, tools = SCENARIOS[scenario]
     choice = tool_choice(kind, tools)
-    calls = ask(proxy, vllm_hermes.model, message, tools, choice, stream)
+    unconstrained = ask is _messages and _protocol(proxy, "messages") == "native"
+    try:
+        calls = ask(proxy, vllm_hermes.model, message, tools, choice, stream)
+    except anthropic.APIStatusError as exc:
+        if not unconstrained:
+            raise
+        # no engine constraint reaches vLLM's Messages endpoint: the re-asks ran out, and the client got the
+        # Guard's typed refusal instead of the invalid call
+        assert exc.body["error"]["toolguard"]["kind"] in ("unknown_tool", "rejected", "missing_call")
+        return
     check_calls(calls, tools, choice)
+
+
+def test_an_unknown_model_is_the_client_s_404_and_the_endpoint_stays_native(
+    vllm_hermes: VLLMServer,
+) -> None:
+    """vLLM answers 404 for a model it does not serve, on its Messages and chat endpoints alike: the
+    detection reads it as the client's (a 404 on both paths), the Anthropic error reaches the client as vLLM
+    wrote it, and nothing is remembered (the next request is native)."""
+    with (
+        ProxyServer(upstream=vllm_hermes.base_url, read_timeout=120) as proxy,
+        anthropic.Anthropic(base_url=proxy.root, api_key="unused", max_retries=0, timeout=180) as client,
+    ):
+        ask = {"max_tokens": 20, "messages": [{"role": "user", "content": "Hi"}]}
+        with pytest.raises(anthropic.NotFoundError) as info:
+            client.messages.create(model="no-such-model", **ask)  # type: ignore[arg-type]
+        assert info.value.body["type"] == "error" and "no-such-model" in info.value.message
+        raw = client.messages.with_raw_response.create(model=vllm_hermes.model, **ask)  # type: ignore[arg-type]
+        assert raw.headers["x-toolguard-protocol"] == "native"
+        assert raw.parse().stop_reason in ("end_turn", "max_tokens")

@@ -142,7 +142,8 @@ async def handle_chat(
 ) -> None:
     """Answer one chat-completions request (see the module docstring); ``native``: the hop of a Messages or
     Responses request (``_native``), which sends each attempt in the protocol's own terms. A native attempt
-    carries no engine constraint or hint: they are chat-completions fields."""
+    carries no structured-output hint (a chat-completions field), and the engine constraint only where the
+    hop can carry it (``NativeHop.carries_engine``)."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
@@ -182,7 +183,8 @@ async def handle_chat(
         await send_error(send, 400, str(exc), code="invalid_request", param="tool_choice")
         return
     chat_hop = native is None or not native.native
-    engine = await app.engines.plan_for(body, tools, headers) if chat_hop else None
+    carried = native is None or native.carries_engine
+    engine = await app.engines.plan_for(body, tools, headers) if carried else None
     hint = (
         structured_output_hint(body, tools, style=app.config.hint_style, choice=flow.choice)
         if chat_hop and app.config.structured_output_hints and (engine is None or engine.tag is None)

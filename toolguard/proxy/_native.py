@@ -10,13 +10,17 @@ reaches the upstream; the flow's re-asks as ``tool_result``/``function_call_outp
 the flow back an ``httpx.Response`` that reads as chat: a JSON answer becomes the chat completion
 (``chat_completion``), an SSE stream is translated event by event into chat chunks (``_ChatStream``), an
 error status is returned as it came (its protocol-shaped body reaches the client in that shape). So the
-relay, the non-stream driver, the re-ask flow and the status handling see one upstream kind only.
+relay, the non-stream driver, the re-ask flow and the status handling see one upstream kind only. The
+engine plan's changes go along where the endpoint takes them (vLLM's Responses: the structural tag as
+``structured_outputs``, ``_engine``); a native Messages request carries none (``carries_engine``).
 
 Detection (``protocols: auto``): a 404, 405 or 501 from the protocol's path means the upstream lacks the
 endpoint. The same attempt is sent at once over chat completions (the client sees no error) and, when that
 path is not a 404 too (a 404 on both is the client's model, not the endpoint), ``ProtocolMemory`` keeps the
 protocol translated for this upstream for ``MISSING_SECONDS``; then the endpoint is tried again (an upgraded
-upstream is found). ``native`` never translates; ``translate`` never tries the endpoint.
+upstream is found). ``auto`` also translates a Messages request with tools in front of vLLM or SGLang
+(``choose``): their Messages endpoints take no engine constraint, their chat endpoints do. ``native`` never
+translates; ``translate`` never tries the endpoint.
 
 A Messages answer's ``thinking``/``redacted_thinking`` blocks ride beside the chat view (``THINKING_KEY`` in
 the chat message, and the stream's signatures in ``signatures``) so the client gets them back with their
@@ -40,6 +44,7 @@ import httpx
 
 from .. import _messages, _messages_back, _responses_back
 from .._exceptions import UpstreamError, UpstreamProtocolError
+from ..engines._requests import TAG_ENGINES
 
 if TYPE_CHECKING:
     from ._app import ProxyApp
@@ -107,26 +112,58 @@ def _messages_headers(app: ProxyApp, headers: list[tuple[str, str]]) -> list[tup
 class NativeHop:
     """One request's hop to the upstream: native (the protocol's endpoint) or translated (chat)."""
 
-    __slots__ = ("_app", "_headers", "_original", "_sent", "auto", "native", "route", "signatures", "url")
+    __slots__ = (
+        "_app",
+        "_choice",
+        "_headers",
+        "_original",
+        "_sent",
+        "auto",
+        "native",
+        "route",
+        "signatures",
+        "url",
+    )
 
     def __init__(
         self,
         app: ProxyApp,
         route: str,
         original: dict[str, Any],
-        sent: int,
+        chat: dict[str, Any],
         headers: list[tuple[str, str]],
     ) -> None:
         mode = app.config.protocols
         self._app = app
         self.route = route  # "messages" or "responses"
         self._original = original
-        self._sent = sent  # chat messages the client's own turns made (``to_chat``)
+        self._sent = len(chat["messages"])  # chat messages the client's own turns made (``to_chat``)
+        self._choice = chat.get("tool_choice")  # the client's, in chat terms
         self._headers = _messages_headers(app, headers) if route == "messages" else headers
         self.auto = mode == "auto"
         self.native = mode == "native" or (self.auto and not app.protocols.missing(route))
         self.url = app.upstream.url(f"/v1/{route}")
         self.signatures: deque[str] = deque()  # streamed thinking signatures, oldest first
+
+    async def choose(self, chat: dict[str, Any], headers: list[tuple[str, str]]) -> None:
+        """``auto``: a Messages request with tools goes over chat in front of an engine that takes the
+        whole-turn constraint (vLLM, SGLang): their Messages endpoints take none (vLLM's ignores
+        ``structured_outputs``; it is itself a translation to its chat endpoint), and measured on vLLM 0.32
+        the constraint is what keeps a weak model to the offered tools where re-asks do not."""
+        engines = self._app.engines
+        if not (self.auto and self.native and self.route == "messages" and engines.enabled):
+            return
+        if not chat.get("tools") or chat.get("tool_choice") == "none":
+            return
+        if await engines.kind(headers) in TAG_ENGINES:
+            self.native = False
+
+    @property
+    def carries_engine(self) -> bool:
+        """Whether the engine constraint can go with this request: over chat, or natively as vLLM's
+        Responses endpoint takes it (``structured_outputs.structural_tag``); vLLM's Messages endpoint takes
+        no constraint (it ignores the field), so a native Messages request goes without."""
+        return not self.native or self.route == "responses"
 
     @property
     def protocol(self) -> str:
@@ -146,7 +183,29 @@ class NativeHop:
             ) from exc
         if chat.get("stream"):
             body["stream"] = True
+        if self.route == "responses":
+            self._engine(chat, body)
         return body
+
+    def _engine(self, chat: dict[str, Any], body: dict[str, Any]) -> None:
+        """The engine plan's changes to the chat request (``engines._requests.RequestPlan.changes``) in
+        Responses terms: the whole-turn tag as ``structured_outputs.structural_tag`` (the JSON of the
+        ``response_format`` vLLM's chat endpoint would take), its ``tool_choice`` (``auto``, or ``none`` for
+        an engine without a tool parser; measured on vLLM 0.32: with ``required`` or a named choice its
+        Responses endpoint ignores the tag) and the tools without ``strict``. A client cannot send a
+        ``response_format`` here (``to_chat`` refuses a ``text.format``), so one in ``chat`` is the plan's."""
+        fmt = chat.get("response_format")
+        tagged = isinstance(fmt, dict) and fmt.get("type") == "structural_tag"
+        if tagged:
+            body["structured_outputs"] = {"structural_tag": _dumps(fmt)}
+            tools = body.get("tools")
+            if isinstance(tools, list):
+                body["tools"] = [
+                    {k: v for k, v in t.items() if k != "strict"} if isinstance(t, dict) else t for t in tools
+                ]
+        choice = chat.get("tool_choice")
+        if (tagged or choice != self._choice) and choice in ("auto", "none"):
+            body["tool_choice"] = choice
 
     async def send(self, ex: Exchange, chat: dict[str, Any]) -> httpx.Response:
         """One attempt: natively, else (or when the endpoint turns out missing) over chat completions."""

@@ -1,19 +1,26 @@
 """``POST /v1/messages`` and ``POST /v1/responses``: the guarded chat flow behind another wire.
 
 Theory of operation. The route translates the request with the protocol's sans-IO wire module
-(``toolguard._messages``, ``toolguard._responses``) into the chat request, then runs the proxy's own chat
-handler (``_chat.handle_chat``: the Guard, the re-ask flow, the release gate, the engine constraints) on it
-unchanged, with ``send`` wrapped by ``_Translating``. That wrapper sees what the chat handler would have sent
-its client and sends the protocol's own form instead: a JSON body is read whole and translated (a 200
-completion into the protocol's answer, an OpenAI-format error into the protocol's error at the same status,
-the ``x-toolguard-*`` headers kept); an SSE body is decoded event by event (``SSEDecoder``) and each released
-chunk translated at once, so nothing is held longer than the gate holds it. The chat writer's text and
-arguments chunks (nearly all of a stream) take a fast path: a body that is one such event whole is read on
-its bytes (its fixed head and tail around one JSON string: ``_one``; within a body of several, ``_fast``) and
-the protocol's delta event is written from the open item's byte template (``text_sse``/``arguments_sse``),
-no event dict and no JSON encoder; anything else is decoded and read in full. The wrapper mirrors
-``_Responder``'s ``started``/``complete``/``sse`` so the app's terminal errors (deadline, upstream failure)
-pass through it and arrive translated too. No rule lives here. Work: O(bytes moved).
+(``toolguard._messages``, ``toolguard._responses``) into its chat view, then runs the proxy's own chat handler
+(``_chat.handle_chat``: the Guard, the re-ask flow, the release gate, the engine constraints) on it unchanged,
+with ``send`` wrapped by ``_Translating``. Only the upstream hop depends on what the upstream speaks: the
+request's ``NativeHop`` (``_native``, chosen by ``protocols``) sends each attempt to the upstream's own
+``/v1/messages`` or ``/v1/responses`` in the protocol's terms and reads the answer back as chat (native), or
+sends the chat request to its chat completions (translated: a chat-only upstream, found by a 404 and
+remembered, or ``protocols: translate``). Either way the handler sees chat and ``_Translating`` sees what the
+handler would have sent its client and sends the protocol's own form instead: a JSON body is read whole and
+translated (a 200 completion into the protocol's answer, with a native upstream's thinking blocks or reasoning
+items as they came; an OpenAI-format error into the protocol's error at the same status, a body already in
+Anthropic's shape as it came; the ``x-toolguard-*`` headers kept, ``x-toolguard-protocol: native|translated``
+added); an SSE body is decoded event by event (``SSEDecoder``) and each released chunk translated at once, so
+nothing is held longer than the gate holds it (a native Messages stream's thinking signatures are written
+where their block closes). The chat writer's text and arguments chunks (nearly all of a stream) take a fast
+path: a body that is one such event whole is read on its bytes (its fixed head and tail around one JSON
+string: ``_one``; within a body of several, ``_fast``) and the protocol's delta event is written from the open
+item's byte template (``text_sse``/``arguments_sse``), no event dict and no JSON encoder; anything else is
+decoded and read in full. The wrapper mirrors ``_Responder``'s ``started``/``complete``/``sse`` so the app's
+terminal errors (deadline, upstream failure) pass through it and arrive translated too. No rule lives here.
+Work: O(bytes moved).
 """
 
 from __future__ import annotations
@@ -392,9 +399,10 @@ async def serve(
         await send_json(send, 400, wire.error_body(400, {"error": {"message": str(exc), "param": exc.param}}))
         return
 
-    hop = wire.hop = NativeHop(app, wire.route, body, len(chat["messages"]), headers)
+    hop = wire.hop = NativeHop(app, wire.route, body, chat, headers)
     out = _Translating(send, wire, hop)
     chat_headers = _upstream_headers(app, headers) if wire_type is _Messages else headers
+    await hop.choose(chat, chat_headers)
 
     async def work() -> None:
         await handle_chat(app, _dumps(chat).encode("utf-8"), chat_headers, deadline, out, hop)
