@@ -285,12 +285,17 @@ def relay_cpu_per_chunk(repeats: int) -> float:
 
 
 def proxy_cpu_per_request(
-    requests: int, *, path: str = "/v1/chat/completions", request: dict[str, Any] | None = None
+    requests: int,
+    *,
+    path: str = "/v1/chat/completions",
+    request: dict[str, Any] | None = None,
+    **options: Any,
 ) -> tuple[float, float]:
     """Milliseconds of CPU per streamed request through the whole proxy app in-process (ASGI calls, the
     upstream an ``httpx.MockTransport`` yielding one SSE event per read, as a socket does): for the full
     stream, and for a minimal one (role, finish, ``[DONE]``) that isolates the fixed per-request cost.
-    ``path`` and ``request``: another route's request over the same upstream stream (benchmarks/protocols.py).
+    ``path`` and ``request``: another route's request over the same upstream stream (benchmarks/protocols.py);
+    ``options``: proxy options for ``create_app`` (``protocols="translate"`` there).
     """
     import httpx
 
@@ -321,7 +326,7 @@ def proxy_cpu_per_request(
             return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Events(events))
 
         app = create_app(
-            upstream="http://upstream.invalid/v1", upstream_transport=httpx.MockTransport(upstream)
+            upstream="http://upstream.invalid/v1", upstream_transport=httpx.MockTransport(upstream), **options
         )
 
         async def one() -> None:

@@ -71,6 +71,8 @@ def _keyword(mode: str, names: tuple[str, ...]) -> ParsedToolChoice:
 
 def _parse_object(choice: Mapping[str, Any], names: tuple[str, ...]) -> ParsedToolChoice:
     kind = choice.get("type")
+    if not isinstance(kind, str | None):
+        raise UsageError(f"tool_choice type must be a string, not {kind!r}: use {_ACCEPTED}")
     if kind == "allowed_tools":
         return _allowed_tools(choice.get("allowed_tools"), names)
     if kind in _KEYWORDS and "name" not in choice and "function" not in choice:

@@ -93,9 +93,10 @@ def to_chat(body: Any) -> dict[str, Any]:
     if body.get("background"):
         raise ProtocolRefusal("background responses are not supported by the proxy", "background")
     text = body.get("text")
+    text_format = text.get("format") or {"type": "text"} if isinstance(text, dict) else None
     if text is not None and (
-        not isinstance(text, dict)
-        or (text.get("format") or {"type": "text"}).get("type") != "text"
+        not isinstance(text_format, dict)
+        or text_format.get("type") != "text"
         or set(text) - {"format", "verbosity"}
     ):
         raise ProtocolRefusal("text: only the plain text format is translated", "text")

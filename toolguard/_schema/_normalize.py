@@ -124,6 +124,10 @@ def _map_type(value: Any, path: str, tool: str | None) -> Any:
             tool=tool,
         )
     if isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise SchemaError(
+                f"'type' must be a string or a list of strings, not {value!r}", path=path, tool=tool
+            )
         mapped = [_map_type(v, path, tool) for v in value]
         if any(m is None for m in mapped):
             return None

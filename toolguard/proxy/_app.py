@@ -33,7 +33,7 @@ from ._config import ProxyConfig
 from ._engine import Engines
 from ._metrics import Metrics
 from ._native import ProtocolMemory
-from ._respond import Receive, Scope, Send, error_body, send_bytes, send_error
+from ._respond import Receive, Scope, Send, error_body, send_bytes, send_error, send_json
 from ._sse import DONE, encode_data
 from ._upstream import Deadline, Upstream, filter_request_headers, filter_response_headers, translate
 
@@ -155,10 +155,22 @@ class ProxyApp:
                 code="not_found",
             )
             return "other"
+        from ._protocols import ROUTES, serve
+
+        wire = ROUTES.get(path)
+
+        async def refuse(
+            status: int, message: str, *, code: str, headers: list[tuple[bytes, bytes]] | None = None
+        ) -> None:
+            """An error before the request is read, in the route's own shape (Anthropic's on /v1/messages)."""
+            body = error_body(message, status=status, code=code)
+            await send_json(
+                send, status, body if wire is None else wire.error_body(status, body), headers=headers
+            )
+
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         if not self._authorized(headers):
-            await send_error(
-                send,
+            await refuse(
                 401,
                 "missing or wrong bearer token for this proxy",
                 code="invalid_api_key",
@@ -167,8 +179,7 @@ class ProxyApp:
             return "unauthorized"
         body = await _read_body(scope, receive, self.config.max_body_bytes)
         if body is None:
-            await send_error(
-                send,
+            await refuse(
                 413,
                 f"request body exceeds {self.config.max_body_bytes} bytes (max_body_bytes)",
                 code="body_too_large",
@@ -190,10 +201,10 @@ class ProxyApp:
             await self._until_disconnect(receive, send, work)
             return "chat"
 
-        from ._protocols import ROUTES, serve
-
-        wire = ROUTES.get(path) if method == "POST" else None
-        if wire is not None:  # another protocol, translated over the guarded chat flow (``_protocols``)
+        if wire is not None:  # another protocol, guarded over the chat flow (``_protocols``)
+            if method != "POST":
+                await refuse(405, f"use POST for {path}", code="method_not_allowed")
+                return wire.route
             await serve(self, wire, body, upstream_headers, deadline, receive, send)
             return wire.route
 

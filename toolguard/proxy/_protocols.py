@@ -389,14 +389,14 @@ async def serve(
         body = None
     wire = wire_type(body if isinstance(body, dict) else {})
     if body is None:
-        await send_json(
-            send, 400, wire.error_body(400, {"error": {"message": "the request body is not valid JSON"}})
-        )
+        refusal = error_body("the request body is not valid JSON", code="invalid_json")
+        await send_json(send, 400, wire.error_body(400, refusal))
         return
     try:
         chat = wire.to_chat(body)
     except _messages.ProtocolRefusal as exc:
-        await send_json(send, 400, wire.error_body(400, {"error": {"message": str(exc), "param": exc.param}}))
+        refusal = error_body(str(exc), status=400, code="invalid_request", param=exc.param)
+        await send_json(send, 400, wire.error_body(400, refusal))
         return
 
     hop = wire.hop = NativeHop(app, wire.route, body, chat, headers)
