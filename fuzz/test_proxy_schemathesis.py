@@ -13,10 +13,12 @@ So what the client sees is the proxy's own doing, and each response is held to:
   ``/healthz`` answers any method);
 - no 5xx other than the documented upstream errors (502/504 with the proxy's upstream codes): a 500
   ``proxy_error`` is an unhandled exception;
-- errors in the proxy's own shape (``ProxyError`` or ``ViolationError``): a healthy upstream relays none;
+- errors in the proxy's own shape (``ProxyError`` or ``ViolationError``; ``AnthropicError`` on
+  ``/v1/messages``): a healthy upstream relays none;
 - one terminal response: a whole JSON body, or an event stream that ends with exactly one ``[DONE]``, nothing
-  after an error event. The proxy's deadline and upstream timeouts are longer than the client's, so a hang
-  shows up as a client timeout or a stream cut short, never as a documented 504.
+  after an error event (on ``/v1/messages`` and ``/v1/responses``: exactly one ending event, last). The
+  proxy's deadline and upstream timeouts are longer than the client's, so a hang shows up as a client timeout
+  or a stream cut short, never as a documented 504.
 
 The CI budget is small and derandomized (the examples and fuzzing phases, ``MAX_EXAMPLES`` cases per
 operation). Look harder locally with ``TOOLGUARD_SCHEMATHESIS_EXAMPLES=500``,
@@ -71,10 +73,19 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator({**DOCUMENT, "$ref": f"#/components/schemas/{name}"})
 
 
-def _own_error(body: Any) -> None:
-    """An error the proxy wrote is a ``ProxyError`` or a ``ViolationError``, never a relayed body."""
+def _own_error(body: Any, path: str = "/v1/chat/completions") -> None:
+    """An error the proxy wrote is a ``ProxyError`` or a ``ViolationError`` (an ``AnthropicError`` on
+    ``/v1/messages``), never a relayed body."""
+    if path == "/v1/messages":
+        if not _validator("AnthropicError").is_valid(body):
+            raise AssertionError(f"an error body not in Anthropic's shape: {body!r}")
+        return
     if not (_validator("ProxyError").is_valid(body) or _validator("ViolationError").is_valid(body)):
         raise AssertionError(f"an error body not in the proxy's own shape: {body!r}")
+
+
+def _path(case: Case[Any]) -> str:
+    return str(case.operation.path)
 
 
 def _events(text: str) -> list[str]:
@@ -106,7 +117,7 @@ def only_documented_server_errors(ctx: CheckContext, response: Response, case: C
 def errors_in_the_proxys_shape(ctx: CheckContext, response: Response, case: Case[Any]) -> bool | None:
     """Behind a healthy upstream every error is the proxy's own: OpenAI's shape, a documented code."""
     if response.status_code >= 400:
-        _own_error(json.loads(response.content))
+        _own_error(json.loads(response.content), _path(case))
     return None
 
 
@@ -120,6 +131,10 @@ def one_terminal_response(ctx: CheckContext, response: Response, case: Case[Any]
         return None
     assert not response.stream_cut_short, "the event stream did not end within the client's timeout"
     events = _events(response.text)
+    path = _path(case)
+    if path != "/v1/chat/completions":
+        _one_protocol_ending(path, [json.loads(data) for data in events])
+        return None
     assert events and events[-1] == "[DONE]", f"the stream does not end with [DONE]: {events[-3:]!r}"
     assert events.count("[DONE]") == 1, "more than one [DONE]"
     for i, data in enumerate(events[:-1]):
@@ -128,6 +143,23 @@ def one_terminal_response(ctx: CheckContext, response: Response, case: Case[Any]
             assert i == len(events) - 2, "events after an error event"
             _own_error(event)
     return None
+
+
+#: The events that end a stream of each protocol, and the ones that end it with an error.
+ENDINGS = {
+    "/v1/messages": ({"message_stop"}, {"error"}),
+    "/v1/responses": ({"response.completed", "response.incomplete"}, {"response.failed", "error"}),
+}
+
+
+def _one_protocol_ending(path: str, events: list[Any]) -> None:
+    """A Messages or Responses stream: exactly one ending event, last (a clean one or an error)."""
+    clean, failed = ENDINGS[path]
+    kinds = [event.get("type") if isinstance(event, dict) else None for event in events]
+    endings = [i for i, kind in enumerate(kinds) if kind in clean | failed]
+    assert endings == [len(events) - 1], f"not one ending event, last: {kinds[-3:]!r}"
+    if kinds[-1] == "error" and path == "/v1/messages":
+        _own_error(events[-1], path)
 
 
 CHECKS = [
@@ -174,7 +206,7 @@ def _replies(case: Case[Any]) -> list[Reply]:
     body = case.body if isinstance(case.body, dict) else {}
     tools = body.get("tools")
     first = tools[0] if isinstance(tools, list) and tools else None
-    fn = first.get("function") if isinstance(first, dict) else None
+    fn = first.get("function", first) if isinstance(first, dict) else None  # Messages/Responses: flat tools
     name = fn.get("name") if isinstance(fn, dict) else None
     kind = zlib.crc32(repr(case.body).encode("utf-8", "replace")) % 4
     if kind == 2:

@@ -69,6 +69,8 @@ def test_it_is_valid_openapi_31_naming_every_route() -> None:
     routes = {(method.upper(), path) for path, item in document["paths"].items() for method in item}
     assert routes == {
         ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/messages"),
+        ("POST", "/v1/responses"),
         ("GET", "/v1/models"),
         ("GET", "/healthz"),
         ("GET", "/metrics"),
@@ -163,3 +165,49 @@ def test_relayed_upstream_errors_conform(status: int, hold: ProxyServer, upstrea
     upstream.script(*[Reply.error(status, retry_after=0)] * 6)
     r = _conforms(hold, "POST", "/v1/chat/completions", status, body={"messages": MESSAGES})
     assert r.json()["error"]["type"] == "scripted_error"  # the upstream's own body, relayed
+
+
+FUNCTION = TOOLS[0]["function"]
+#: The same request in each protocol's own terms.
+PROTOCOL_BODIES = {
+    "/v1/messages": {
+        "model": "m",
+        "max_tokens": 64,
+        "messages": MESSAGES,
+        "tools": [{"name": FUNCTION["name"], "input_schema": FUNCTION["parameters"]}],
+    },
+    "/v1/responses": {
+        "model": "m",
+        "input": MESSAGES[-1]["content"],
+        "tools": [{"type": "function", "name": FUNCTION["name"], "parameters": FUNCTION["parameters"]}],
+    },
+}
+
+
+@pytest.mark.parametrize("path", PROTOCOL_BODIES)
+def test_protocol_answers_conform(path: str, hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+    body = PROTOCOL_BODIES[path]
+    upstream.script(good(), good(), bad_schema(), bad_schema(), bad_schema())
+    _conforms(hold, "POST", path, 200, body=body)
+    r = _conforms(hold, "POST", path, 200, body={**body, "stream": True})
+    assert r.headers["content-type"][0].startswith("text/event-stream")
+    r = _conforms(hold, "POST", path, 422, body=body)  # a violation after every retry
+    assert r.headers["x-toolguard-verdict"] == ["rejected"]
+
+
+@pytest.mark.parametrize("path", PROTOCOL_BODIES)
+def test_protocol_refusals_conform(
+    path: str, upstream: ScriptedUpstream, make_proxy: Callable[..., Any]
+) -> None:
+    proxy = make_proxy(upstream=upstream.base_url, auth_token="secret", max_body_bytes=4096)
+    headers = {"authorization": "Bearer secret"}
+    _conforms(proxy, "POST", path, 401, body=PROTOCOL_BODIES[path])
+    big = {**PROTOCOL_BODIES[path], "instructions" if path == "/v1/responses" else "system": "x" * 5000}
+    assert _conforms(proxy, "POST", path, 413, body=big, headers=headers).status_code == 413
+    unmapped = {**PROTOCOL_BODIES[path], "tools": [{"type": "function", "name": "f", "parameters": 1}]}
+    if path == "/v1/messages":
+        unmapped = {**PROTOCOL_BODIES[path], "tools": [{"name": "f", "input_schema": 1}]}
+    _conforms(proxy, "POST", path, 400, body=unmapped, headers=headers)
+    assert upstream.requests == []
+    down = make_proxy(upstream="http://127.0.0.1:1/v1", max_attempts=1, upstream_retries=0)
+    _conforms(down, "POST", path, 502, body=PROTOCOL_BODIES[path])
