@@ -325,6 +325,33 @@ def test_reasoning_is_a_thinking_block_never_judged(
     assert message.content[0].signature == ("" if upstream.chat_only else Reply().signature)
 
 
+REDACTED = "RW5jcnlwdGVkIHRoaW5raW5n"
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["call", "text-then-call"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_redacted_thinking_comes_back_as_it_came(
+    stream: bool, text: bool, hold: ProxyServer, upstream: ScriptedUpstream
+) -> None:
+    chunks = REASONING_CHUNKS[:3] + ([{"content": "Checking. "}] if text else []) + REASONING_CHUNKS[3:]
+    upstream.script(Reply(chunks=chunks, finish_reason="tool_calls", redacted=REDACTED))
+    if stream:
+        events, message = _stream(hold)
+        starts = [e for e in events if e.type == "content_block_start"]
+        assert [e.index for e in starts] == list(range(len(message.content)))  # indices moved to make room
+    else:
+        message = _create(hold).parse()
+    kinds = ["thinking", "redacted_thinking", *(["text"] if text else []), "tool_use"]
+    if upstream.chat_only:  # chat has no field for it: a chat upstream never sends one
+        kinds.remove("redacted_thinking")
+    assert [b.type for b in message.content] == kinds
+    if not upstream.chat_only:
+        assert message.content[1].data == REDACTED
+        assert message.content[0].signature == Reply().signature
+    assert message.content[-1].input == {"city": "Paris"}
+    assert len(_sent(upstream)) == 1
+
+
 def test_the_sdk_s_api_key_goes_upstream_as_the_bearer_token(
     hold: ProxyServer, upstream: ScriptedUpstream
 ) -> None:

@@ -48,20 +48,26 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 def anthropic_message(reply: Reply, message_id: str, call_ids: Iterator[str]) -> dict[str, Any]:
     """The reply as Anthropic's Messages API answers: ``thinking``, ``text`` and ``tool_use`` blocks
     (``input`` parsed: the Messages wire has no unparsed arguments, so a reply whose arguments are not JSON
-    cannot be sent whole)."""
+    cannot be sent whole, unless it was cut by the token limit: then ``input`` is ``{}``)."""
     message = reply.message(call_ids)
     content: list[dict[str, Any]] = []
     if message.get("reasoning_content"):
         content.append(
             {"type": "thinking", "thinking": message["reasoning_content"], "signature": reply.signature}
         )
+    if reply.redacted is not None:
+        content.append({"type": "redacted_thinking", "data": reply.redacted})
     if message.get("content"):
         content.append({"type": "text", "text": message["content"]})
     for call in message.get("tool_calls") or ():
         fn = call["function"]
-        content.append(
-            {"type": "tool_use", "id": call["id"], "name": fn["name"], "input": json.loads(fn["arguments"])}
-        )
+        try:
+            arguments = json.loads(fn["arguments"])
+        except ValueError:
+            if reply.finish != "length":
+                raise
+            arguments = {}  # cut by the token limit inside the call: what the API sends, what parsed (nothing)
+        content.append({"type": "tool_use", "id": call["id"], "name": fn["name"], "input": arguments})
     usage = chat_usage(reply)
     return {
         "id": message_id,
@@ -77,7 +83,8 @@ def anthropic_message(reply: Reply, message_id: str, call_ids: Iterator[str]) ->
 
 def messages_events(reply: Reply, message_id: str, call_ids: Iterator[str]) -> list[bytes]:
     """The reply as a Messages SSE stream: ``message_start``, ``ping``, one content block per run of one
-    kind (``thinking`` with ``thinking_delta`` and a closing ``signature_delta``; ``text`` with
+    kind (``thinking`` with ``thinking_delta`` and a closing ``signature_delta``, then a ``redacted_thinking``
+    block whole in its start event; ``text`` with
     ``text_delta``; ``tool_use`` per call with ``input_json_delta.partial_json``), ``message_delta`` (stop
     reason, usage), ``message_stop``. Arguments stream as scripted, whether or not they are JSON."""
     usage = chat_usage(reply)
@@ -124,7 +131,18 @@ def messages_events(reply: Reply, message_id: str, call_ids: Iterator[str]) -> l
     def delta(d: dict[str, Any]) -> None:
         out.append(_event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}))
 
+    redacted = reply.redacted
+
+    def redact() -> None:  # the redacted_thinking block, whole in its start event, after the thinking
+        nonlocal redacted
+        if redacted is not None:
+            begin(("redacted", 0), {"type": "redacted_thinking", "data": redacted})
+            redacted = None
+            stop()
+
     for d in reply.deltas(call_ids):
+        if not d.get("reasoning_content") and (d.get("content") or d.get("tool_calls")):
+            redact()
         if d.get("reasoning_content"):
             if open_kind != ("thinking", 0):
                 begin(("thinking", 0), {"type": "thinking", "thinking": "", "signature": ""})
@@ -142,6 +160,7 @@ def messages_events(reply: Reply, message_id: str, call_ids: Iterator[str]) -> l
                 )
             if fn.get("arguments"):
                 delta({"type": "input_json_delta", "partial_json": fn["arguments"]})
+    redact()
     stop()
     message_delta = {
         "type": "message_delta",

@@ -83,7 +83,8 @@ class Reply:
     ``finish_reason`` defaults to ``"tool_calls"`` when there are calls, else ``"stop"``. ``content_after``
     is content streamed *after* the tool calls (fabricated text); ``reasoning`` is reasoning streamed before
     the content (chat ``reasoning_content``, a Messages ``thinking`` block signed ``signature``, a Responses
-    ``reasoning`` item). Fault fields: ``status`` (non-200 answers with an OpenAI-style error body and
+    ``reasoning`` item); ``redacted`` is the data of a Messages ``redacted_thinking`` block after it. Fault
+    fields: ``status`` (non-200 answers with an OpenAI-style error body and
     ``headers``), ``disconnect_after`` (drop the connection after that many SSE events), ``malformed_after``
     (send a broken ``data:`` line after that many events), ``error_after`` (send the protocol's error event
     after that many events, then end), ``delay`` (seconds before each event), ``stall`` (seconds before the
@@ -104,6 +105,7 @@ class Reply:
     error_after: int | None = None
     reasoning: Sequence[str] = ()
     signature: str = "c2lnbmVkLXNjcmlwdGVk"
+    redacted: str | None = None
     delay: float = 0.0
     stall: float = 0.0
 

@@ -8,8 +8,9 @@ into SSE events (``SSEDecoder``), each event's JSON is fed to the protocol's san
 (``message_stop``, ``response.completed``/``incomplete``); what follows it is not read. What one upstream
 read carried goes out as one piece, so nothing waits longer than the network made it. A protocol error
 event raises ``UpstreamError`` and a broken one ``UpstreamProtocolError``, in the relay's own error path. A
-Messages ``signature_delta`` is kept on the hop (``NativeHop.signatures``) for the client's thinking block:
-the chat view has no field for it. O(bytes moved).
+Messages ``signature_delta`` is kept on the hop (``NativeHop.signatures``) for the client's thinking block,
+and a ``redacted_thinking`` block's data (``NativeHop.redacted``) for the client's stream: the chat view has
+no field for them. O(bytes moved).
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ async def chat_chunks(response: httpx.Response, hop: NativeHop) -> AsyncIterator
     """The chat SSE bytes of the upstream's protocol stream (see the module docstring)."""
     reader = _reader(hop.route)
     decoder = SSEDecoder()
-    signatures = hop.signatures
+    signatures, redacted = hop.signatures, hop.redacted
     signatures.clear()  # this attempt's thinking blocks only
+    redacted.clear()
     encoding = response.headers.get("content-encoding", "identity").lower()
     chunks = aiter(response.stream) if encoding in ("", "identity") else response.aiter_bytes()  # type: ignore[arg-type]
     async for raw in chunks:
@@ -64,12 +66,21 @@ async def chat_chunks(response: httpx.Response, hop: NativeHop) -> AsyncIterator
                 raise UpstreamProtocolError("the upstream sent an SSE event that is not JSON") from exc
             if type(obj) is not dict:
                 raise UpstreamProtocolError("the upstream sent an SSE event that is not a JSON object")
-            if obj.get("type") == "content_block_delta":
+            kind = obj.get("type")
+            if kind == "content_block_delta":
                 delta = obj.get("delta")
                 if isinstance(delta, dict) and delta.get("type") == "signature_delta":
                     signature = delta.get("signature")
                     if isinstance(signature, str) and signature:
                         signatures.append(signature)
+            elif kind == "content_block_start":
+                block = obj.get("content_block")
+                if (
+                    isinstance(block, dict)
+                    and block.get("type") == "redacted_thinking"
+                    and isinstance(block.get("data"), str)
+                ):
+                    redacted.append(block["data"])
             out.extend(b"data: " + _dumps(chunk).encode("utf-8") + b"\n\n" for chunk in reader.feed(obj))
             if reader.done:
                 out.append(DONE)

@@ -14,13 +14,14 @@ items as they came; an OpenAI-format error into the protocol's error at the same
 Anthropic's shape as it came; the ``x-toolguard-*`` headers kept, ``x-toolguard-protocol: native|translated``
 added); an SSE body is decoded event by event (``SSEDecoder``) and each released chunk translated at once, so
 nothing is held longer than the gate holds it (a native Messages stream's thinking signatures are written
-where their block closes). The chat writer's text and arguments chunks (nearly all of a stream) take a fast
-path: a body that is one such event whole is read on its bytes (its fixed head and tail around one JSON
-string: ``_one``; within a body of several, ``_fast``) and the protocol's delta event is written from the open
-item's byte template (``text_sse``/``arguments_sse``), no event dict and no JSON encoder; anything else is
-decoded and read in full. The wrapper mirrors ``_Responder``'s ``started``/``complete``/``sse`` so the app's
-terminal errors (deadline, upstream failure) pass through it and arrive translated too. No rule lives here.
-Work: O(bytes moved).
+where their block closes, its redacted thinking blocks before the first block that is not thinking). The chat
+writer's text and arguments chunks (nearly all of a stream) take a fast path: a body that is one such event
+whole is read on its bytes (its fixed head and tail around one JSON string: ``_one``; within a body of
+several, ``_fast``) and the protocol's delta event is written from the open item's byte template
+(``text_sse``/``arguments_sse``), no event dict and no JSON encoder; anything else is decoded and read in
+full. The wrapper mirrors ``_Responder``'s ``started``/``complete``/``sse`` so the app's terminal errors
+(deadline, upstream failure) pass through it and arrive translated too. No rule lives here. Work: O(bytes
+moved).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class _Messages:
         self.stream = _messages.MessagesStream(model=self.model)
         self.hop: NativeHop | None = None  # set by ``serve``: a native hop's thinking signatures
         self._thinking = -1  # the client stream's open thinking block
+        self._shift = 0  # blocks inserted into the client stream (a native stream's redacted thinking)
+        self._last = -1  # the client stream's last block index
 
     @staticmethod
     def error_body(status: int, openai_body: Any) -> Any:
@@ -73,20 +76,44 @@ class _Messages:
         out = _messages.from_chat(completion, model=self.model)
         kept = (completion["choices"][0].get("message") or {}).get(THINKING_KEY)
         if kept:  # a Messages upstream's thinking blocks, signatures and all, in place of the chat view's
-            out["content"] = [*kept, *(b for b in out["content"] if b["type"] != "thinking")]
+            kinds = ("thinking", "redacted_thinking")
+            out["content"] = [*kept, *(b for b in out["content"] if b["type"] not in kinds)]
         return out
+
+    def held(self) -> bool:
+        """Whether the next events must go through ``encode`` (not the byte fast path): a native stream's
+        signatures or redacted thinking are waiting, or inserted blocks have shifted the indices."""
+        hop = self.hop
+        return hop is not None and hop.native and bool(hop.signatures or hop.redacted or self._shift)
 
     def encode(self, events: list[tuple[str, dict[str, Any]]]) -> bytes:
         if self.hop is not None and self.hop.native:
-            events = self._signed(events, self.hop.signatures)
+            events = self._signed(events, self.hop.signatures, self.hop.redacted)
         return b"".join(_messages.encode_event(name, data) for name, data in events)
 
     def _signed(
-        self, events: list[tuple[str, dict[str, Any]]], signatures: deque[str]
+        self, events: list[tuple[str, dict[str, Any]]], signatures: deque[str], redacted: deque[str]
     ) -> list[tuple[str, dict[str, Any]]]:
-        """``events`` with a Messages upstream's signature closing each thinking block (oldest first)."""
+        """``events`` with a Messages upstream's signature closing each thinking block (oldest first), and
+        its ``redacted_thinking`` blocks (which carry no text the chat view could hold) inserted before the
+        first block that is not thinking, or before ``message_delta``; later blocks' indices move up."""
         out: list[tuple[str, dict[str, Any]]] = []
         for name, data in events:
+            if redacted and (
+                name == "message_delta"
+                or (name == "content_block_start" and data["content_block"].get("type") != "thinking")
+            ):
+                while redacted:
+                    self._last += 1
+                    block = {"type": "redacted_thinking", "data": redacted.popleft()}
+                    start = {"type": "content_block_start", "index": self._last, "content_block": block}
+                    out.append(("content_block_start", start))
+                    out.append(("content_block_stop", {"type": "content_block_stop", "index": self._last}))
+                    self._shift += 1
+            if self._shift and "index" in data:
+                data = {**data, "index": data["index"] + self._shift}
+            if "index" in data:
+                self._last = max(self._last, data["index"])
             if name == "content_block_start" and data["content_block"].get("type") == "thinking":
                 self._thinking = data["index"]
             elif name == "content_block_stop" and data["index"] == self._thinking and signatures:
@@ -173,11 +200,11 @@ class _Translating:
         "_body",
         "_decoder",
         "_headers",
+        "_held",
         "_hop",
         "_idle",
         "_inner",
         "_prefix",
-        "_signatures",
         "_status",
         "_text_head",
         "_wire",
@@ -195,9 +222,9 @@ class _Translating:
         self._prefix = ""  # the chat writer's bytes before each delta, learnt from the first chunk
         self._text_head = b""  # the bytes before a text run in a body of one event (``_one``)
         self._arguments_head = b""  # and before an arguments fragment's index
-        # a Messages upstream's thinking signatures not yet written: while there are, every event goes through
-        # the wire's ``encode`` (which writes them where the thinking block closes), none by the fast path
-        self._signatures = hop.signatures if hop is not None and hop.route == "messages" else None
+        # a native Messages stream: while its thinking signatures or redacted thinking wait, or inserted
+        # blocks have shifted the indices, every event goes through the wire's ``encode``, not the fast path
+        self._held = wire.held if isinstance(wire, _Messages) and hop is not None and hop.native else None
 
     @property
     def started(self) -> bool:
@@ -219,7 +246,7 @@ class _Translating:
         if (
             self._idle
             and self._text_head
-            and not self._signatures
+            and (self._held is None or not self._held())
             and message["type"] == "http.response.body"
             and message.get("more_body")
         ):
@@ -262,7 +289,7 @@ class _Translating:
         stream: Any = self._wire.stream
         if data == "[DONE]":
             return self._wire.encode(stream.close())
-        if self._prefix and not self._signatures and data.startswith(self._prefix):
+        if self._prefix and (self._held is None or not self._held()) and data.startswith(self._prefix):
             fast = self._fast(stream, data)
             if fast is not None:
                 return fast
