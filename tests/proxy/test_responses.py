@@ -285,6 +285,9 @@ def test_reasoning_is_a_reasoning_item_never_judged(
     assert response.output[0].content[0].text == REASONING
     assert json.loads(response.output[1].arguments) == {"city": "Paris"}
     assert len(_sent(upstream)) == 1
+    if not upstream.chat_only:  # a Responses upstream's item as it came: its id and encrypted content
+        assert response.output[0].id == ("rs_0" if stream else "rs_1")
+        assert response.output[0].encrypted_content == Reply().signature
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])

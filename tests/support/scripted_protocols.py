@@ -66,7 +66,7 @@ def anthropic_message(reply: Reply, message_id: str, call_ids: Iterator[str]) ->
         except ValueError:
             if reply.finish != "length":
                 raise
-            arguments = {}  # cut by the token limit inside the call: what the API sends, what parsed (nothing)
+            arguments = {}  # cut by the token limit inside the call: the API sends what parsed (nothing)
         content.append({"type": "tool_use", "id": call["id"], "name": fn["name"], "input": arguments})
     usage = chat_usage(reply)
     return {
@@ -209,7 +209,7 @@ def response(reply: Reply, response_id: str, call_ids: Iterator[str]) -> dict[st
     message = reply.message(call_ids)
     output: list[dict[str, Any]] = []
     if message.get("reasoning_content"):
-        output.append(_reasoning_item("rs_1", message["reasoning_content"], "completed"))
+        output.append(_reasoning_item("rs_1", message["reasoning_content"], "completed", reply.signature))
     if message.get("content"):
         output.append(_message_item("msg_1", message["content"], "completed"))
     for n, call in enumerate(message.get("tool_calls") or ()):
@@ -226,9 +226,16 @@ def _message_item(item_id: str, text: str | None, status: str) -> dict[str, Any]
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
-def _reasoning_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
+def _reasoning_item(
+    item_id: str, text: str | None, status: str, encrypted: str | None = None
+) -> dict[str, Any]:
+    """A reasoning item; a finished one carries ``encrypted_content`` (as with ``include:
+    ["reasoning.encrypted_content"]``), which the chat view cannot hold."""
     content = [] if text is None else [{"type": "reasoning_text", "text": text}]
-    return {"type": "reasoning", "id": item_id, "summary": [], "content": content, "status": status}
+    item = {"type": "reasoning", "id": item_id, "summary": [], "content": content, "status": status}
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
 
 
 def _call_item(item_id: str, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
@@ -285,7 +292,7 @@ def responses_events(reply: Reply, response_id: str, call_ids: Iterator[str]) ->
                 content_index=0,
                 text=text,
             )
-            item = _reasoning_item(item["id"], text, "completed")
+            item = _reasoning_item(item["id"], text, "completed", reply.signature)
         else:
             emit("response.function_call_arguments.done", item_id=item["id"], output_index=at, arguments=text)
             item = _call_item(item["id"], item["call_id"], item["name"], text, "completed")

@@ -24,7 +24,8 @@ translates; ``translate`` never tries the endpoint.
 
 A Messages answer's ``thinking``/``redacted_thinking`` blocks ride beside the chat view (``THINKING_KEY`` in
 the chat message; a stream's signatures in ``signatures``, its redacted blocks' data in ``redacted``) so the
-client gets them back with their ``signature`` unchanged; the chat view's reasoning is passed through
+client gets them back with their ``signature`` unchanged, and a Responses stream's reasoning items
+(``reasoning``: ids, ``encrypted_content``, summaries) likewise; the chat view's reasoning is passed through
 unjudged, never validated as a call. A Messages answer cut by ``max_tokens`` inside its last ``tool_use``
 carries the ``input`` that parsed before the cut; the Guard gets those arguments unterminated (``_cut_call``),
 a truncation as when streamed, never a call. Work: O(bytes moved) per attempt.
@@ -120,6 +121,7 @@ class NativeHop:
         "_sent",
         "auto",
         "native",
+        "reasoning",
         "redacted",
         "route",
         "signatures",
@@ -146,6 +148,7 @@ class NativeHop:
         self.url = app.upstream.url(f"/v1/{route}")
         self.signatures: deque[str] = deque()  # streamed thinking signatures, oldest first
         self.redacted: deque[str] = deque()  # streamed redacted_thinking blocks' data, oldest first
+        self.reasoning: deque[dict[str, Any]] = deque()  # streamed Responses reasoning items, as they came
 
     async def choose(self, chat: dict[str, Any], headers: list[tuple[str, str]]) -> None:
         """``auto``: a Messages request with tools goes over chat in front of an engine that takes the

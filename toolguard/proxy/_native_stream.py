@@ -9,13 +9,15 @@ into SSE events (``SSEDecoder``), each event's JSON is fed to the protocol's san
 read carried goes out as one piece, so nothing waits longer than the network made it. A protocol error
 event raises ``UpstreamError`` and a broken one ``UpstreamProtocolError``, in the relay's own error path. A
 Messages ``signature_delta`` is kept on the hop (``NativeHop.signatures``) for the client's thinking block,
-and a ``redacted_thinking`` block's data (``NativeHop.redacted``) for the client's stream: the chat view has
+a ``redacted_thinking`` block's data (``NativeHop.redacted``) for the client's stream, and a Responses
+reasoning item as it came (``NativeHop.reasoning``: its id, ``encrypted_content``, summary): the chat view has
 no field for them. O(bytes moved).
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +54,7 @@ async def chat_chunks(response: httpx.Response, hop: NativeHop) -> AsyncIterator
     signatures, redacted = hop.signatures, hop.redacted
     signatures.clear()  # this attempt's thinking blocks only
     redacted.clear()
+    reasoning = hop.reasoning = deque()  # a new one per attempt: the wire counts its items per attempt
     encoding = response.headers.get("content-encoding", "identity").lower()
     chunks = aiter(response.stream) if encoding in ("", "identity") else response.aiter_bytes()  # type: ignore[arg-type]
     async for raw in chunks:
@@ -81,6 +84,19 @@ async def chat_chunks(response: httpx.Response, hop: NativeHop) -> AsyncIterator
                     and isinstance(block.get("data"), str)
                 ):
                     redacted.append(block["data"])
+            elif kind in ("response.output_item.added", "response.output_item.done"):
+                item = obj.get("item")
+                if (
+                    isinstance(item, dict)
+                    and item.get("type") == "reasoning"
+                    and isinstance(item.get("id"), str)
+                ):
+                    if kind.endswith("added"):
+                        reasoning.append(dict(item))
+                    else:  # the finished item (encrypted_content, summary) into the one kept when it began
+                        for kept in reasoning:
+                            if kept["id"] == item["id"]:
+                                kept.update(item)
             out.extend(b"data: " + _dumps(chunk).encode("utf-8") + b"\n\n" for chunk in reader.feed(obj))
             if reader.done:
                 out.append(DONE)

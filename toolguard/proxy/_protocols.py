@@ -129,6 +129,10 @@ class _Messages:
         return out
 
 
+#: What a Responses upstream's finished reasoning item gives the client's: the fields the chat view lacks.
+_KEPT = ("id", "encrypted_content", "summary")
+
+
 class _Responses:
     """The Responses wire (``toolguard._responses``): errors before the stream are OpenAI-format already."""
 
@@ -139,6 +143,9 @@ class _Responses:
         self.request = body
         self.stream = _responses.ResponsesStream(body)
         self.hop: NativeHop | None = None
+        self._reasoning: dict[str, dict[str, Any]] = {}  # the client stream's reasoning item id -> upstream's
+        self._source: deque[dict[str, Any]] | None = None  # the attempt whose upstream items are being taken
+        self._taken = 0  # of its items
 
     @staticmethod
     def error_body(status: int, openai_body: Any) -> Any:
@@ -154,7 +161,41 @@ class _Responses:
         return out
 
     def encode(self, events: list[dict[str, Any]]) -> bytes:
+        hop = self.hop
+        if hop is not None and hop.native and hop.reasoning:
+            events = self._as_they_came(events, hop.reasoning)
         return b"".join(_responses.encode_event(data) for data in events)
+
+    def _as_they_came(
+        self, events: list[dict[str, Any]], upstream: deque[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """``events`` with each reasoning item under a Responses upstream's id for it (the n-th the client
+        sees is the upstream's n-th of this attempt), finished with its ``encrypted_content`` and summary: the
+        chat view has no field for them. The upstream's items are read as they finish (``_native_stream``)."""
+        ids = self._reasoning
+        if upstream is not self._source:
+            self._source, self._taken = upstream, 0
+        out = []
+        for data in events:
+            item = data.get("item")
+            if (
+                data["type"] == "response.output_item.added"
+                and item is not None
+                and item.get("type") == "reasoning"
+                and self._taken < len(upstream)
+            ):
+                ids[item["id"]] = upstream[self._taken]
+                self._taken += 1
+            if data.get("item_id") in ids:
+                data = {**data, "item_id": ids[data["item_id"]]["id"]}
+            if item is not None and item.get("id") in ids:
+                kept = ids[item["id"]]
+                if data["type"] == "response.output_item.done":  # in place: response.completed lists it
+                    item.update({k: v for k, v in kept.items() if k in _KEPT})
+                else:
+                    data = {**data, "item": {**item, "id": kept["id"]}}
+            out.append(data)
+        return out
 
 
 Wire = _Messages | _Responses
