@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from json.encoder import encode_basestring as _escape
 from typing import Any
 
@@ -112,6 +113,16 @@ def to_chat(body: Any) -> dict[str, Any]:
     for src, dst in (("temperature", "temperature"), ("top_p", "top_p"), ("stop_sequences", "stop")):
         if body.get(src) is not None:
             chat[dst] = body[src]
+    _stream_and_tools(body, chat, _tool)
+    choice = body.get("tool_choice")
+    if choice is not None:
+        chat.update(_tool_choice(choice))
+    return chat
+
+
+def _stream_and_tools(body: dict[str, Any], chat: dict[str, Any], tool: Callable[[Any, str], Any]) -> None:
+    """What every protocol's chat view shares: ``stream`` with usage asked, and the ``tools`` array, each
+    tool in chat's form by ``tool(spec, where)`` (Messages and Responses each read their own tool form)."""
     if body.get("stream"):
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}
@@ -119,11 +130,7 @@ def to_chat(body: Any) -> dict[str, Any]:
     if tools:
         if not isinstance(tools, list):
             raise ProtocolRefusal("tools must be an array", "tools")
-        chat["tools"] = [_tool(t, f"tools.{i}") for i, t in enumerate(tools)]
-    choice = body.get("tool_choice")
-    if choice is not None:
-        chat.update(_tool_choice(choice))
-    return chat
+        chat["tools"] = [tool(t, f"tools.{i}") for i, t in enumerate(tools)]
 
 
 def _text_of(value: Any, where: str) -> str:

@@ -27,7 +27,7 @@ import uuid
 from json.encoder import encode_basestring as _escape
 from typing import Any
 
-from ._messages import ProtocolRefusal, _count, _reasoning
+from ._messages import ProtocolRefusal, _count, _reasoning, _stream_and_tools
 
 __all__ = ["DROPPED", "ResponsesStream", "encode_event", "from_chat", "to_chat"]
 
@@ -119,14 +119,7 @@ def to_chat(body: Any) -> dict[str, Any]:
     for name in ("temperature", "top_p", "parallel_tool_calls", "user"):
         if body.get(name) is not None:
             chat[name] = body[name]
-    if body.get("stream"):
-        chat["stream"] = True
-        chat["stream_options"] = {"include_usage": True}
-    tools = body.get("tools")
-    if tools:
-        if not isinstance(tools, list):
-            raise ProtocolRefusal("tools must be an array", "tools")
-        chat["tools"] = [_tool(t, f"tools.{i}") for i, t in enumerate(tools)]
+    _stream_and_tools(body, chat, _tool)
     if body.get("tool_choice") is not None:
         chat["tool_choice"] = _tool_choice(body["tool_choice"])
     return chat
