@@ -29,7 +29,14 @@ from typing import Any
 
 from ._messages import ProtocolRefusal, _count, _reasoning, _stream_and_tools
 
-__all__ = ["DROPPED", "ResponsesStream", "encode_event", "from_chat", "to_chat"]
+__all__ = ["DROPPED", "REASONING_ITEM_KEY", "ResponsesStream", "encode_event", "from_chat", "to_chat"]
+
+#: The chat delta key carrying a Responses upstream's reasoning item as it came (``ResponsesReader`` writes
+#: it when the item begins and when it finishes; ``ResponsesStream`` gives the client's item its id,
+#: ``encrypted_content`` and summary): the chat view has no field for them.
+REASONING_ITEM_KEY = "toolguard_reasoning_item"
+#: The fields of that item the client's reasoning item takes when it finishes.
+_KEPT_REASONING = ("encrypted_content", "summary")
 
 #: Request fields accepted and not carried to the chat upstream (the README's table lists them).
 DROPPED = frozenset(
@@ -363,6 +370,7 @@ class ResponsesStream:
         "_seq",
         "_started",
         "_text",
+        "_upstream_item",
     )
 
     def __init__(self, request: dict[str, Any], *, response_id: str | None = None) -> None:
@@ -376,6 +384,7 @@ class ResponsesStream:
         self._delta = b""  # the open item's delta template (``_template``)
         self._calls: set[int] = set()
         self._finish: str | None = None
+        self._upstream_item: dict[str, Any] | None = None  # an upstream reasoning item (REASONING_ITEM_KEY)
 
     def feed(self, chunk: Any) -> list[dict[str, Any]]:
         if self._ended or not isinstance(chunk, dict):
@@ -387,10 +396,19 @@ class ResponsesStream:
             self._response["usage"] = _usage(chunk["usage"])
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
+            kept = delta.get(REASONING_ITEM_KEY)
+            if type(kept) is dict and isinstance(kept.get("id"), str):
+                upstream = self._upstream_item
+                if upstream is not None and upstream["id"] == kept["id"]:
+                    upstream.update(kept)  # the item finished: its encrypted content, its summary
+                else:
+                    self._upstream_item = dict(kept)
             thinking = _reasoning(delta)  # passed through as a reasoning item, never judged
             if thinking:
                 if self._open is None or self._open[0] != "reasoning":
-                    out.extend(self._add("reasoning", -1, _reasoning_item("", _id("rs_"), "in_progress")))
+                    upstream = self._upstream_item
+                    rid = upstream["id"] if upstream is not None else _id("rs_")
+                    out.extend(self._add("reasoning", -1, _reasoning_item("", rid, "in_progress")))
                 item = self._open[2]  # type: ignore[index]
                 self._text.append(thinking)
                 out.append(
@@ -569,6 +587,9 @@ class ResponsesStream:
             )
         elif kind == "reasoning":
             item = _reasoning_item(text, item["id"])
+            upstream, self._upstream_item = self._upstream_item, None
+            if upstream is not None and upstream["id"] == item["id"]:
+                item.update({k: upstream[k] for k in _KEPT_REASONING if k in upstream})
             out.append(
                 self._event(
                     "response.reasoning_text.done",

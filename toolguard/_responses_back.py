@@ -22,6 +22,15 @@ from typing import Any
 from ._exceptions import UpstreamError, UpstreamProtocolError
 from ._messages import _count
 from ._messages_back import _get
+from ._responses import REASONING_ITEM_KEY
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    """An output item as a dict: as it came, or an SDK object's fields."""
+    if isinstance(item, dict):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    return dump(exclude_none=True, mode="json") if callable(dump) else {}
 
 __all__ = ["ResponsesReader", "chat_completion", "to_responses"]
 
@@ -160,6 +169,8 @@ class ResponsesReader:
             return [self._chunk({"reasoning_content": thinking})] if thinking else []
         if kind == "response.output_item.added":
             return self._added(_get(event, "item"))
+        if kind == "response.output_item.done" and _get(_get(event, "item"), "type") == "reasoning":
+            return [self._chunk({REASONING_ITEM_KEY: _plain(_get(event, "item"))})]
         if kind == "response.created":
             response = _get(event, "response")
             rid = _get(response, "id")
@@ -184,7 +195,9 @@ class ResponsesReader:
             start = {"name": _get(item, "name"), "arguments": _get(item, "arguments") or ""}
             first = {"index": call, "id": _get(item, "call_id"), "type": "function", "function": start}
             return [self._chunk({"tool_calls": [first]})]
-        if kind in ("message", "reasoning"):
+        if kind == "reasoning":  # its id, for the client's item (REASONING_ITEM_KEY)
+            return [self._chunk({REASONING_ITEM_KEY: _plain(item)})]
+        if kind == "message":
             return []
         raise UpstreamProtocolError(f"a {kind!r} output item has no chat form to be guarded in")
 

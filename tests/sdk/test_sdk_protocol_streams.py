@@ -381,3 +381,22 @@ def test_iterating_a_closed_stream_ends_it(protocol: str, upstream: ScriptedUpst
         next(iter(stream))
         stream.close()
         assert list(stream) == []
+
+
+def test_reasoning_comes_through_as_it_came(door: Door) -> None:
+    """Thinking and its signature, a redacted_thinking block, a reasoning item's id and encrypted content:
+    what the chat view has no field for reaches the caller as the upstream sent it."""
+    door.upstream.script(Reply(reasoning=("Let me think.",), content=("Sunny.",), redacted="cmVkYWN0ZWQ="))
+    got = door.run()
+    assert got.text == "Sunny."
+    if door.protocol == "messages":
+        starts = [e.content_block for e in got.events if e.type == "content_block_start"]
+        assert [b.type for b in starts] == ["thinking", "redacted_thinking", "text"]
+        assert starts[1].data == "cmVkYWN0ZWQ="
+        return
+    added = [e.item for e in got.events if e.type == "response.output_item.added"]
+    done = [e.item for e in got.events if e.type == "response.output_item.done"]
+    assert [i.type for i in done] == ["reasoning", "message"]
+    assert added[0].id == done[0].id == "rs_0"  # the upstream's id, from the start
+    assert done[0].encrypted_content == Reply().signature
+    assert {e.item_id for e in got.events if e.type == "response.reasoning_text.delta"} == {"rs_0"}
