@@ -185,12 +185,19 @@ PROTOCOL_BODIES = {
 
 
 @pytest.mark.parametrize("path", PROTOCOL_BODIES)
-def test_protocol_answers_conform(path: str, hold: ProxyServer, upstream: ScriptedUpstream) -> None:
+def test_protocol_answers_conform(
+    path: str, hold: ProxyServer, upstream: ScriptedUpstream, make_proxy: Callable[..., Any]
+) -> None:
     body = PROTOCOL_BODIES[path]
-    upstream.script(good(), good(), bad_schema(), bad_schema(), bad_schema())
+    translating = make_proxy(upstream=upstream.base_url, protocols="translate")
+    upstream.script(good(), good(), good(), bad_schema(), bad_schema(), bad_schema())
     _conforms(hold, "POST", path, 200, body=body)
-    r = _conforms(hold, "POST", path, 200, body={**body, "stream": True})
-    assert r.headers["content-type"][0].startswith("text/event-stream")
+    documented = json.loads(DESCRIPTION)["paths"][path]["post"]["responses"]["200"]["headers"]
+    for proxy, protocol in ((hold, "native"), (translating, "translated")):
+        r = _conforms(proxy, "POST", path, 200, body={**body, "stream": True})
+        assert r.headers["content-type"][0].startswith("text/event-stream")
+        assert r.headers["x-toolguard-protocol"] == [protocol]
+        assert protocol in documented["x-toolguard-protocol"]["schema"]["enum"]
     r = _conforms(hold, "POST", path, 422, body=body)  # a violation after every retry
     assert r.headers["x-toolguard-verdict"] == ["rejected"]
 
@@ -204,9 +211,12 @@ def test_protocol_refusals_conform(
     _conforms(proxy, "POST", path, 401, body=PROTOCOL_BODIES[path])
     big = {**PROTOCOL_BODIES[path], "instructions" if path == "/v1/responses" else "system": "x" * 5000}
     assert _conforms(proxy, "POST", path, 413, body=big, headers=headers).status_code == 413
-    unmapped = {**PROTOCOL_BODIES[path], "tools": [{"type": "function", "name": "f", "parameters": 1}]}
-    if path == "/v1/messages":
-        unmapped = {**PROTOCOL_BODIES[path], "tools": [{"name": "f", "input_schema": 1}]}
+    bad_tool = (
+        {"name": "f", "input_schema": 1}
+        if path == "/v1/messages"
+        else {"type": "function", "name": "f", "parameters": 1}
+    )
+    unmapped = {**PROTOCOL_BODIES[path], "tools": [bad_tool]}
     _conforms(proxy, "POST", path, 400, body=unmapped, headers=headers)
     assert upstream.requests == []
     down = make_proxy(upstream="http://127.0.0.1:1/v1", max_attempts=1, upstream_retries=0)

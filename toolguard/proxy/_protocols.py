@@ -110,9 +110,9 @@ class _Messages:
                     out.append(("content_block_start", start))
                     out.append(("content_block_stop", {"type": "content_block_stop", "index": self._last}))
                     self._shift += 1
-            if self._shift and "index" in data:
-                data = {**data, "index": data["index"] + self._shift}
             if "index" in data:
+                if self._shift:
+                    data = {**data, "index": data["index"] + self._shift}
                 self._last = max(self._last, data["index"])
             if name == "content_block_start" and data["content_block"].get("type") == "thinking":
                 self._thinking = data["index"]
